@@ -1,0 +1,3 @@
+from contrastext.cli import main
+
+main()

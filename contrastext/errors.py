@@ -1,0 +1,31 @@
+"""Errors a user can act on. The command line prints their message on one line and exits with code 2."""
+
+
+class ContrastextError(Exception):
+    """Base class of every error caused by the user's input (data, configuration, arguments)."""
+
+
+class MissingDataError(ContrastextError, FileNotFoundError):
+    """A data file or folder is not where the task registry expects it."""
+
+
+class DataFormatError(ContrastextError, ValueError):
+    """A row of a data file cannot be read; the message names the file and the line."""
+
+    def __init__(self, path, line: int | None, reason: str):
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {reason}")
+
+
+class ConfigError(ContrastextError, ValueError):
+    """A configuration key is unknown or has a value of the wrong type; the message names key and file."""
+
+
+class UnknownNameError(ContrastextError, KeyError):
+    """A name (task, pooling, loss, recipe...) is not one of the known ones; the message lists them."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

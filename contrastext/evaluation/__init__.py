@@ -1,0 +1,1 @@
+"""Evaluation: STS, classification probes and metrics, geometry, gradient diagnostics, plots."""

@@ -1,0 +1,1 @@
+"""Models: the text encoder (backbone, pooling, projection) and task heads."""

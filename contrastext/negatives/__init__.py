@@ -1,0 +1,1 @@
+"""Negative sources: queues, memory banks, top-K search and cross-process gathering."""

@@ -1,0 +1,1 @@
+"""Objectives on embeddings: every contrastive loss of the five works, as torch.nn.Modules."""

@@ -1,0 +1,1 @@
+"""Training engine on Hugging Face Accelerate: config, trainer, checkpoints, schedules."""
