@@ -1,0 +1,184 @@
+"""Low-level reading shared by every reader: numbered lines, CSV rows, field parsing, skip bookkeeping.
+
+Files are read as bytes and decoded as UTF-8 one line at a time, so an undecodable byte is reported
+with its line number; a UTF-8 byte-order mark at the start of the file is dropped. Every parsing
+problem raises :class:`~contrastext.errors.DataFormatError` naming ``path:line``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import logging
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Literal
+
+from contrastext.data.examples import Example
+from contrastext.errors import DataFormatError, MissingDataError
+
+logger = logging.getLogger("contrastext.data")
+
+OnBadLabel = Literal["raise", "skip"]
+PathLike = str | os.PathLike
+
+
+class ExampleList(list[Example]):
+    """The examples a reader returns, plus the rows it skipped on purpose.
+
+    It is a plain ``list[Example]`` with one extra attribute, ``skipped_sources``: one
+    ``"path:line: reason"`` string per skipped row (an unscored STS pair, a row with a bad label
+    read with ``on_bad_label="skip"``). ``skipped`` is their count. Nothing is dropped silently:
+    every skip is recorded here and logged as a warning.
+    """
+
+    def __init__(self, examples=(), skipped_sources=()) -> None:
+        super().__init__(examples)
+        self.skipped_sources: list[str] = list(skipped_sources)
+
+    @property
+    def skipped(self) -> int:
+        return len(self.skipped_sources)
+
+    def extend_from(self, other: ExampleList) -> None:
+        """Append another result's examples and its skipped rows."""
+        self.extend(other)
+        self.skipped_sources.extend(other.skipped_sources)
+
+
+def log_skipped(path: PathLike, examples: ExampleList) -> ExampleList:
+    """Log a warning when rows were skipped; return ``examples`` unchanged."""
+    if examples.skipped:
+        shown = "; ".join(examples.skipped_sources[:5])
+        more = f" (and {examples.skipped - 5} more)" if examples.skipped > 5 else ""
+        logger.warning("%s: skipped %d row(s): %s%s", path, examples.skipped, shown, more)
+    return examples
+
+
+def source(path: PathLike, line: int) -> str:
+    """The ``Example.source`` string of a row: ``"path:line"``."""
+    return f"{path}:{line}"
+
+
+def require_file(path: PathLike) -> Path:
+    """Return ``path`` as a Path; raise MissingDataError naming it when it is not a file."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingDataError(f"data file not found: {path}")
+    return path
+
+
+def require_folder(path: PathLike) -> Path:
+    """Return ``path`` as a Path; raise MissingDataError naming it when it is not a folder."""
+    path = Path(path)
+    if not path.is_dir():
+        raise MissingDataError(f"data folder not found: {path}")
+    return path
+
+
+def iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for every line, numbered from 1, without the line ending.
+
+    Only ``\\n`` (and ``\\r\\n``) end a line, so Unicode separators inside a sentence stay in it.
+    """
+    path = require_file(path)
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DataFormatError(
+                    path, number, f"not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
+                ) from None
+            yield number, text.rstrip("\r\n")
+
+
+def iter_tab_rows(path: PathLike) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, fields)``: each line split on TAB, with no quoting at all."""
+    for number, text in iter_lines(path):
+        yield number, text.split("\t")
+
+
+def iter_csv_rows(path: PathLike, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(first_line_number, fields)`` for each record, with real CSV quoting (the csv module).
+
+    A quoted field may span lines; the number given is the line where its record starts.
+    """
+    lines = iter_lines(path)
+    reader = csv.reader((text + "\n" for _, text in lines), delimiter=delimiter, strict=True)
+    start = 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise DataFormatError(path, reader.line_num, f"bad CSV quoting: {error}") from None
+        yield start, fields
+        start = reader.line_num + 1
+
+
+def require_columns(path: PathLike, line: int, fields: list[str], names: list[str], allow_extra: bool = False) -> None:
+    """Raise unless the row has ``len(names)`` fields (or more, when ``allow_extra``)."""
+    expected = len(names)
+    if len(fields) == expected or (allow_extra and len(fields) > expected):
+        return
+    wanted = f"at least {expected}" if allow_extra else str(expected)
+    raise DataFormatError(
+        path, line, f"expected {wanted} columns ({', '.join(names)}), found {len(fields)}"
+    )
+
+
+def require_text(path: PathLike, line: int, value: str, column: str) -> str:
+    """The text of a field without surrounding whitespace; an empty text is an error."""
+    text = value.strip()
+    if not text:
+        raise DataFormatError(path, line, f"empty text in column {column!r}")
+    return text
+
+
+def parse_float(path: PathLike, line: int, value: str, column: str) -> float:
+    """A finite float; whitespace around the number is tolerated."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise DataFormatError(path, line, f"column {column!r}: expected a number, found {value!r}") from None
+    if not math.isfinite(number):
+        raise DataFormatError(path, line, f"column {column!r}: expected a finite number, found {value!r}")
+    return number
+
+
+def parse_int_label(path: PathLike, line: int, value: str, column: str, num_labels: int | None = None) -> int:
+    """A class index such as ``"1"``, ``" 1 "`` or ``"1.0"``; in ``range(num_labels)`` when given."""
+    text = value.strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not text or not number.is_integer():
+        raise DataFormatError(path, line, f"column {column!r}: expected an integer label, found {value!r}")
+    label = int(number)
+    if num_labels is not None and not 0 <= label < num_labels:
+        raise DataFormatError(
+            path, line, f"column {column!r}: unknown label {label}, expected 0..{num_labels - 1}"
+        )
+    return label
+
+
+def parse_named_label(path: PathLike, line: int, value: str, column: str, names: Mapping[str, int]) -> int:
+    """A label given by name (``entailment`` -> 0, ...); also accepts the index itself (``"0"``)."""
+    text = value.strip()
+    if text in names:
+        return names[text]
+    if text in {str(index) for index in names.values()}:
+        return int(text)
+    raise DataFormatError(
+        path, line, f"column {column!r}: unknown label {value!r}, expected one of {', '.join(names)}"
+    )
+
+
+LabelParser = Callable[[PathLike, int, str, str], "int | float | None"]

@@ -1,0 +1,136 @@
+"""A generic reader for a user's own CSV / TSV / JSONL file, given which columns hold the texts and label.
+
+Examples::
+
+    read_table("pairs.csv", text_columns=["question", "answer"])                  # unlabelled pairs
+    read_table("reviews.tsv", text_columns=["text"], label_column="stars")        # int labels
+    read_table("sts.jsonl", text_columns=["s1", "s2"], label_column="score", label_type="float")
+    read_table("nli.csv", text_columns=["premise", "hypothesis"], label_column="gold",
+               label_names={"entailment": 0, "neutral": 1, "contradiction": 2})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from contrastext.data.examples import Example
+from contrastext.data.readers.lines import (
+    ExampleList,
+    OnBadLabel,
+    PathLike,
+    iter_csv_rows,
+    iter_lines,
+    log_skipped,
+    parse_float,
+    parse_int_label,
+    parse_named_label,
+    require_text,
+    source,
+)
+from contrastext.data.readers.tabular import read_columns
+from contrastext.errors import DataFormatError
+
+TableFormat = Literal["csv", "tsv", "jsonl"]
+FORMAT_BY_SUFFIX: dict[str, TableFormat] = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+
+
+def read_table(
+    path: PathLike,
+    text_columns: Sequence[str],
+    label_column: str | None = None,
+    *,
+    file_format: TableFormat | None = None,
+    label_type: Literal["int", "float"] = "int",
+    label_names: Mapping[str, int] | None = None,
+    on_bad_label: OnBadLabel = "raise",
+) -> ExampleList:
+    """Read ``path`` into Examples with ``texts`` from ``text_columns`` (in order) and the label column.
+
+    - ``file_format``: "csv" (comma, CSV quoting), "tsv" (TAB, CSV quoting) or "jsonl" (one JSON
+      object a line); by default from the suffix (.csv, .tsv, .jsonl/.json).
+    - CSV/TSV files need a header row naming the columns; JSONL objects are looked up by key.
+    - Labels: ``label_names`` maps strings to class indices; else ``label_type`` "int" or "float".
+      No ``label_column`` means unlabelled examples. A bad label raises (``on_bad_label="skip"``
+      skips the row and records it in ``skipped_sources``).
+    """
+    if not text_columns:
+        raise ValueError("text_columns must name at least one column")
+    file_format = file_format or _format_from_suffix(path)
+    parse_label = _label_parser(label_type, label_names)
+    if file_format == "jsonl":
+        return _read_jsonl(path, text_columns, label_column, parse_label, on_bad_label)
+    delimiter = "," if file_format == "csv" else "\t"
+    examples = read_columns(
+        path,
+        iter_csv_rows(path, delimiter=delimiter),
+        text_columns=tuple(text_columns),
+        label_column=label_column,
+        parse_label=parse_label,
+        on_bad_label=on_bad_label,
+    )
+    return examples
+
+
+def _format_from_suffix(path: PathLike) -> TableFormat:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMAT_BY_SUFFIX:
+        raise ValueError(f"cannot tell the format of {path} from its suffix; pass file_format='csv', 'tsv' or 'jsonl'")
+    return FORMAT_BY_SUFFIX[suffix]
+
+
+def _label_parser(label_type: str, label_names: Mapping[str, int] | None):
+    if label_names is not None:
+        return lambda p, line, value, column: parse_named_label(p, line, value, column, label_names)
+    if label_type == "int":
+        return parse_int_label
+    if label_type == "float":
+        return parse_float
+    raise ValueError(f"label_type must be 'int' or 'float', not {label_type!r}")
+
+
+def _read_jsonl(path, text_columns, label_column, parse_label, on_bad_label) -> ExampleList:
+    examples = ExampleList()
+    for line, record in _iter_json_objects(path):
+        if label_column is not None and label_column in record:
+            try:
+                label = parse_label(path, line, _as_text(path, line, record[label_column], label_column), label_column)
+            except DataFormatError as error:
+                if on_bad_label == "raise":
+                    raise
+                examples.skipped_sources.append(str(error))
+                continue
+        elif label_column is not None:
+            raise DataFormatError(path, line, f"missing key {label_column!r}")
+        else:
+            label = None
+        texts = []
+        for column in text_columns:
+            if column not in record:
+                raise DataFormatError(path, line, f"missing key {column!r}; keys are {', '.join(record)}")
+            texts.append(require_text(path, line, _as_text(path, line, record[column], column), column))
+        examples.append(Example(texts=tuple(texts), label=label, source=source(path, line)))
+    return log_skipped(path, examples)
+
+
+def _iter_json_objects(path: PathLike) -> Iterator[tuple[int, dict]]:
+    for line, text in iter_lines(path):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(path, line, f"invalid JSON: {error.msg} at column {error.colno}") from None
+        if not isinstance(record, dict):
+            raise DataFormatError(path, line, f"expected a JSON object, found {type(record).__name__}")
+        yield line, record
+
+
+def _as_text(path: PathLike, line: int, value: object, column: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None or not isinstance(value, int | float):
+        raise DataFormatError(path, line, f"key {column!r}: expected a string or number, found {value!r}")
+    return repr(value)
