@@ -1,0 +1,93 @@
+"""The ``Method`` contract: what the trainer needs from SimCSE, SCL, RECLAIM, CAPT, multi-task...
+
+A method is an ``nn.Module`` that owns the encoder and every head, critic, queue and bank (as submodules
+or registered buffers, so ``state_dict()`` holds all its training state). The trainer knows nothing else:
+
+- ``collate(examples) -> dict``: views + tokenisation of a list of :class:`Example`; deterministic given
+  the generator passed to :meth:`Method.set_generator` (the trainer passes one per batch);
+- ``forward(batch) -> dict[str, Tensor]``: named, unweighted, scalar loss parts;
+- ``loss_weights``: weight per part (missing names weigh 1.0); the total is ``Σ wᵢ · partᵢ``
+  (:func:`total_loss`);
+- ``after_step()``: momentum encoders, memory banks and queues update here, after each optimiser step;
+- ``encoder``: the module that is evaluated and exported (``encoder.save(path)`` when it has one).
+
+Example::
+
+    >>> class Twins(Method):
+    ...     def __init__(self, encoder):
+    ...         super().__init__()
+    ...         self.encoder = encoder
+    ...     def collate(self, examples):
+    ...         return self.encoder.tokenize([e.texts[0] for e in examples])
+    ...     def forward(self, batch):
+    ...         z1 = self.encoder(**batch).embedding
+    ...         z2 = self.encoder(**batch).embedding  # another dropout mask
+    ...         scores = torch.nn.functional.cosine_similarity(z1[:, None], z2[None], dim=-1) / 0.05
+    ...         return {"infonce": torch.nn.functional.cross_entropy(scores, torch.arange(len(z1)))}
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+
+import torch
+from torch import Tensor, nn
+
+from contrastext.data.examples import Example
+
+
+class Method(nn.Module, ABC):
+    """Base class of every training method (see the module docstring for the contract)."""
+
+    encoder: nn.Module
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loss_weights: dict[str, float] = {}
+        self._generator: torch.Generator | None = None
+
+    def set_generator(self, generator: torch.Generator | None) -> None:
+        """The generator that views and other random choices in :meth:`collate` must draw from."""
+        self._generator = generator
+
+    @property
+    def generator(self) -> torch.Generator | None:
+        """The generator set by :meth:`set_generator` (None: draw from torch's global generator)."""
+        return self._generator
+
+    @abstractmethod
+    def collate(self, examples: list[Example]) -> dict:
+        """Turn examples into a batch of tensors (views, tokenisation, labels)."""
+
+    @abstractmethod
+    def forward(self, batch: dict) -> dict[str, Tensor]:
+        """Named, unweighted, scalar loss parts of one batch."""
+
+    def after_step(self) -> None:
+        """Called after every optimiser step (momentum updates, queues, banks). Default: nothing."""
+
+    def total(self, parts: Mapping[str, Tensor]) -> Tensor:
+        """The weighted total of this method's loss parts."""
+        return total_loss(parts, self.loss_weights)
+
+
+def total_loss(parts: Mapping[str, Tensor], weights: Mapping[str, float] | None = None) -> Tensor:
+    """``Σ wᵢ · partᵢ`` over the loss parts; a part without a weight weighs 1.0.
+
+    Example::
+
+        >>> total_loss({"ce": torch.tensor(1.0), "supcon": torch.tensor(2.0)}, {"supcon": 0.5})
+        tensor(2.)
+    """
+    if not parts:
+        raise ValueError("a method returned no loss parts: forward(batch) must return {name: scalar tensor}")
+    weights = weights or {}
+    total = None
+    for name, value in parts.items():
+        if not isinstance(value, Tensor) or value.dim() != 0:
+            shape = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
+            raise ValueError(f"loss part {name!r} must be a scalar tensor, got {shape}")
+        term = value * float(weights.get(name, 1.0))
+        total = term if total is None else total + term
+    return total

@@ -1,0 +1,67 @@
+"""Optimiser and learning-rate schedules.
+
+- :func:`build_optimizer`: AdamW with two parameter groups, no weight decay on biases and normalisation
+  weights (BERT's recipe, as in Hugging Face's Trainer).
+- :func:`build_scheduler`: linear warmup then linear decay to 0 (``"linear"``), or warmup then constant
+  (``"constant"``), from ``transformers``.
+
+Example::
+
+    >>> optimizer = build_optimizer(model, lr=3e-5, weight_decay=0.01)
+    >>> scheduler = build_scheduler(optimizer, "linear", total_steps=1000, warmup_steps=100)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+from contrastext.errors import ConfigError
+
+NORM_LAYERS: tuple[type[nn.Module], ...] = (nn.LayerNorm, nn.GroupNorm, nn.BatchNorm1d, nn.RMSNorm)
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Trainable parameters split into decayed ones and biases / normalisation weights (no decay)."""
+    decay, no_decay, seen = [], [], set()
+    for module_name, module in model.named_modules():
+        for name, parameter in module.named_parameters(recurse=False):
+            if not parameter.requires_grad or id(parameter) in seen:
+                continue
+            seen.add(id(parameter))
+            is_norm = isinstance(module, NORM_LAYERS) or "layernorm" in module_name.lower().replace("_", "")
+            if name == "bias" or name.endswith("bias") or is_norm:
+                no_decay.append(parameter)
+            else:
+                decay.append(parameter)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return [group for group in groups if group["params"]]
+
+
+def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0) -> torch.optim.AdamW:
+    """AdamW over the trainable parameters of ``model``; no decay on biases and normalisation weights."""
+    groups = parameter_groups(model, weight_decay)
+    if not groups:
+        raise ValueError(f"{type(model).__name__} has no trainable parameters")
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def resolve_warmup_steps(total_steps: int, warmup_ratio: float = 0.0, warmup_steps: int | None = None) -> int:
+    """``warmup_steps`` when given, else ``ceil(warmup_ratio * total_steps)``."""
+    if warmup_steps is not None:
+        return warmup_steps
+    return math.ceil(warmup_ratio * total_steps)
+
+
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, name: str, total_steps: int, warmup_steps: int = 0
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A per-optimiser-step schedule: ``"linear"`` (warmup, then decay to 0) or ``"constant"`` (after warmup)."""
+    if name == "linear":
+        return get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
+    if name == "constant":
+        return get_constant_schedule_with_warmup(optimizer, warmup_steps)
+    raise ConfigError(f"train.schedule: unknown schedule {name!r}; known: linear, constant")

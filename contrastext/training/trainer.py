@@ -1,0 +1,383 @@
+"""The training loop, on Hugging Face Accelerate. It knows the ``Method`` contract and nothing else.
+
+One optimiser step = ``train.grad_accumulation`` micro-batches of ``train.batch_size`` examples (global:
+each process collates its slice). For every micro-batch the trainer
+
+1. takes the next batch of the epoch's seeded order (:mod:`contrastext.data.sampling`),
+2. gives the method a generator seeded by ``(seed, epoch, batch, process)`` and calls ``method.collate``,
+3. calls ``method(batch) -> {part: loss}``, weights the parts (:func:`total_loss`) and back-propagates;
+
+then clips the gradient norm, steps AdamW and the schedule, calls ``method.after_step()``, logs, evaluates
+every ``eval_every`` steps (keeping the best weights by ``metric_for_best``, stopping early after
+``early_stopping_patience`` evaluations without improvement) and checkpoints every ``save_every`` steps.
+
+Because batch order and views depend only on ``(seed, epoch, batch)`` and checkpoints hold the global RNG
+states (dropout), a resumed run ends with exactly the weights of an uninterrupted one (on CPU).
+
+Example::
+
+    >>> trainer = Trainer(method, examples, load_config("recipes/simcse-unsup.yaml"), evaluator=sts_dev)
+    >>> result = trainer.train()                 # or train(resume=True) after a crash
+    >>> result.best_metric, result.best_model_dir
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import broadcast_object_list, send_to_device
+from tqdm.auto import tqdm
+
+from contrastext.data.examples import Example
+from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
+from contrastext.errors import ConfigError, MissingDataError
+from contrastext.methods.base import total_loss
+from contrastext.training.checkpoint import (
+    STATE_FILE,
+    TrainerState,
+    atomic_write_text,
+    latest_checkpoint,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+    save_method_state,
+    write_folder_atomically,
+)
+from contrastext.training.config import TrainConfig, dump_config
+from contrastext.training.logging import RunLogger
+from contrastext.training.schedules import build_optimizer, build_scheduler, resolve_warmup_steps
+from contrastext.training.seeding import make_generator, set_seed
+
+logger = logging.getLogger("contrastext.training")
+TOTAL = "__total__"  # the weighted total among the summed parts (no method part can be called that)
+Evaluator = Callable[[torch.nn.Module], dict[str, float]]
+
+
+@dataclass
+class TrainResult:
+    """What a training produced and where it lies."""
+
+    output_dir: Path
+    last_step: int
+    best_metric: float | None = None
+    best_step: int | None = None
+    best_checkpoint: Path | None = None  # folder with the best method.safetensors
+    best_model_dir: Path | None = None  # the best encoder, exported with encoder.save
+    final_model_dir: Path | None = None  # the last encoder, exported with encoder.save
+    last_checkpoint: Path | None = None
+    log_path: Path | None = None
+    stopped_early: bool = False
+    last_metrics: dict[str, float] = field(default_factory=dict)
+
+
+def resolve_mixed_precision(setting: str) -> str:
+    """``auto`` -> bf16 on a CUDA GPU that supports it, fp16 on other CUDA GPUs, ``no`` without CUDA."""
+    cuda = torch.cuda.is_available()
+    if setting == "auto":
+        if not cuda:
+            return "no"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if setting == "fp16" and not cuda:
+        raise ConfigError("train.mixed_precision=fp16 needs a CUDA GPU; use 'no', 'bf16' or 'auto'")
+    return setting
+
+
+class Trainer:
+    """Trains a :class:`~contrastext.methods.base.Method` on a list of examples (see module docstring).
+
+    ``batch_sampler`` (optional) is any object with ``batches(epoch) -> list[list[int]]`` that is a pure
+    function of the epoch, e.g. :class:`~contrastext.data.sampling.MultiTaskBatchSampler`.
+    """
+
+    def __init__(
+        self,
+        method: torch.nn.Module,
+        train_examples: Sequence[Example],
+        config: TrainConfig,
+        evaluator: Evaluator | None = None,
+        batch_sampler=None,
+    ) -> None:
+        if not train_examples:
+            raise ConfigError(
+                f"{config.source or '<config>'}: no training examples (check data.task / data.path)"
+            )
+        self.method = method
+        self.examples = list(train_examples)
+        self.config = config
+        self.evaluator = evaluator
+        self.output_dir = Path(config.output_dir)
+        self.seed = config.train_seed
+        self.batch_sampler = batch_sampler or self._default_sampler()
+
+    def _default_sampler(self):
+        train = self.config.train
+        if train.group_by_length:
+            lengths = [sum(len(text) for text in example.texts) for example in self.examples]
+            return LengthGroupedBatchSampler(lengths, train.batch_size, self.seed, train.drop_last)
+        return RandomBatchSampler(len(self.examples), train.batch_size, self.seed, train.drop_last)
+
+    def total_steps(self) -> int:
+        """Optimiser steps of the run: ``max_steps``, or what ``epochs`` give, whichever is fewer."""
+        train = self.config.train
+        candidates = []
+        if train.max_steps is not None:
+            candidates.append(train.max_steps)
+        if train.epochs is not None:
+            per_epoch = len(self.batch_sampler.batches(0))
+            candidates.append(int(train.epochs * per_epoch // train.grad_accumulation))
+        steps = min(candidates)
+        if steps < 1:
+            raise ConfigError(
+                f"{self.config.source or '<config>'}: train.epochs={train.epochs} gives no optimiser step "
+                f"({len(self.examples)} examples, batch_size {train.batch_size}, "
+                f"grad_accumulation {train.grad_accumulation})"
+            )
+        return steps
+
+    # ----------------------------------------------------------------------------------------------
+    def _stream(self, epoch: int, index: int) -> Iterator[tuple[int, int, list[int]]]:
+        """(epoch, batch index, example indices) from a position onwards, epoch after epoch."""
+        while True:
+            batches = self.batch_sampler.batches(epoch)
+            if not batches:
+                raise ConfigError("the batch sampler returned no batch for an epoch")
+            while index < len(batches):
+                yield epoch, index, batches[index]
+                index += 1
+            epoch, index = epoch + 1, 0
+
+    def train(self, resume: bool | str | os.PathLike = False) -> TrainResult:
+        """Run the training; ``resume=True`` continues from the latest checkpoint (or a given folder)."""
+        train = self.config.train
+        accelerator = Accelerator(
+            cpu=not torch.cuda.is_available(), mixed_precision=resolve_mixed_precision(train.mixed_precision)
+        )
+        main = accelerator.is_main_process
+        total_steps = self.total_steps()
+        method = self.method
+        method.train()
+        optimizer = build_optimizer(method, train.lr, train.weight_decay)
+        warmup = resolve_warmup_steps(total_steps, train.warmup_ratio, train.warmup_steps)
+        scheduler = build_scheduler(optimizer, train.schedule, total_steps, warmup)
+        model, optimizer = accelerator.prepare(method, optimizer)
+        method = accelerator.unwrap_model(model)
+        if main:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.output_dir / "config.yaml", dump_config(self.config))
+        run_log = RunLogger(self.output_dir, tensorboard=train.tensorboard, enabled=main)
+
+        state = self._start(resume, method, optimizer, scheduler, accelerator.scaler, run_log)
+        best_folder = self.output_dir / "best"
+        result = TrainResult(output_dir=self.output_dir, last_step=state.step, log_path=run_log.path)
+        stream = self._stream(state.epoch, state.batch_index)
+        progress = tqdm(
+            total=total_steps, initial=state.step, disable=not (main and train.progress_bar), desc="train"
+        )
+        window = _Window()
+        last_checkpoint = None
+        while state.step < total_steps and not state.stopped_early:
+            parts, samples, grad_norm = self._step(
+                model, method, optimizer, scheduler, accelerator, stream, state
+            )
+            state.step += 1
+            state.samples_seen += samples
+            method.after_step()
+            window.add(parts, samples)
+            progress.update(1)
+            rate = window.rate()  # before evaluation and checkpointing
+            shown = {("loss" if k == TOTAL else k): f"{v:.4f}" for k, v in parts.items()}
+            progress.set_postfix({**shown, "samples/s": f"{rate:.1f}"})
+
+            metrics = {}
+            last = state.step == total_steps
+            if self.evaluator is not None and (
+                (train.eval_every and state.step % train.eval_every == 0) or last
+            ):
+                metrics = self._evaluate(method, accelerator)
+                result.last_metrics = metrics
+                if self._update_best(metrics, state) and main:
+                    self._export_best(method, best_folder, state)
+                    result.best_checkpoint = best_folder
+            if state.step % train.log_every == 0 or metrics or last or state.stopped_early:
+                record = {
+                    "step": state.step,
+                    "epoch": state.epoch,
+                    **window.summary(rate),
+                    "lr": scheduler.get_last_lr()[0],
+                }
+                if grad_norm is not None:
+                    record["grad_norm"] = grad_norm
+                record.update({f"eval/{name}": value for name, value in metrics.items()})
+                run_log.log(record)
+                window = _Window()
+            if (train.save_every and state.step % train.save_every == 0) or last or state.stopped_early:
+                accelerator.wait_for_everyone()
+                if main:
+                    last_checkpoint = save_checkpoint(
+                        self.output_dir,
+                        method,
+                        optimizer,
+                        scheduler,
+                        state,
+                        dump_config(self.config),
+                        scaler=accelerator.scaler,
+                    )
+                    prune_checkpoints(self.output_dir, train.keep_last)
+                window.restart_clock()
+        progress.close()
+        run_log.close()
+        accelerator.wait_for_everyone()
+
+        result.last_step = state.step
+        result.best_metric, result.best_step = state.best_metric, state.best_step
+        result.stopped_early = state.stopped_early
+        result.last_checkpoint = last_checkpoint or latest_checkpoint(self.output_dir)
+        if best_folder.is_dir() and state.best_step is not None:
+            result.best_checkpoint = best_folder
+            encoder_dir = best_folder / "encoder"
+            result.best_model_dir = encoder_dir if encoder_dir.is_dir() else None
+        if main and hasattr(getattr(method, "encoder", None), "save"):
+            result.final_model_dir = self.output_dir / "final"
+            write_folder_atomically(
+                result.final_model_dir, lambda folder: method.encoder.save(folder / "encoder")
+            )
+            result.final_model_dir = result.final_model_dir / "encoder"
+        return result
+
+    # ----------------------------------------------------------------------------------------------
+    def _start(self, resume, method, optimizer, scheduler, scaler, run_log: RunLogger) -> TrainerState:
+        """A fresh state (and seeds), or the one of the checkpoint to resume from (RNG states last)."""
+        if not resume:
+            set_seed(self.seed)
+            return TrainerState()
+        if resume is True:
+            folder = latest_checkpoint(self.output_dir)
+            if folder is None:
+                logger.warning("no checkpoint in %s: starting from scratch", self.output_dir)
+                set_seed(self.seed)
+                return TrainerState()
+        else:
+            folder = Path(resume)
+            if not folder.is_dir():
+                raise MissingDataError(f"no checkpoint folder at {folder}")
+        state = load_checkpoint(folder, method, optimizer, scheduler, scaler)
+        run_log.truncate_after(state.step)
+        logger.info("resuming from %s (step %d)", folder, state.step)
+        return state
+
+    def _step(self, model, method, optimizer, scheduler, accelerator, stream, state: TrainerState):
+        """One optimiser step over ``grad_accumulation`` micro-batches; returns (mean parts, samples, norm)."""
+        train = self.config.train
+        rank, world = accelerator.process_index, accelerator.num_processes
+        sums: dict[str, float] = {}
+        samples = 0
+        for micro in range(train.grad_accumulation):
+            epoch, index, indices = next(stream)
+            local = [self.examples[i] for i in indices[rank::world]]
+            samples += len(indices)
+            if hasattr(method, "set_generator"):
+                method.set_generator(make_generator(self.seed, epoch, index, rank))
+            batch = send_to_device(method.collate(local), accelerator.device)
+            is_last = micro == train.grad_accumulation - 1
+            sync = accelerator.no_sync(model) if not is_last and world > 1 else nullcontext()
+            with sync:
+                parts = model(batch)
+                loss = total_loss(parts, getattr(method, "loss_weights", {}))
+                accelerator.backward(loss / train.grad_accumulation)
+            for name, value in {**parts, TOTAL: loss}.items():
+                sums[name] = sums.get(name, 0.0) + float(value.detach()) / train.grad_accumulation
+            state.epoch, state.batch_index = epoch, index + 1
+        grad_norm = None
+        if train.grad_clip is not None:
+            grad_norm = float(accelerator.clip_grad_norm_(model.parameters(), train.grad_clip))
+        optimizer.step()
+        if not accelerator.optimizer_step_was_skipped:
+            scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        return sums, samples, grad_norm
+
+    def _evaluate(self, method, accelerator) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        if accelerator.is_main_process:
+            method.eval()
+            metrics = {name: float(value) for name, value in self.evaluator(method).items()}
+            method.train()
+        if accelerator.num_processes > 1:
+            metrics = broadcast_object_list([metrics])[0]
+        return metrics
+
+    def _update_best(self, metrics: dict[str, float], state: TrainerState) -> bool:
+        """Record the metric; True when it is the best so far. Counts evaluations for early stopping."""
+        train = self.config.train
+        name = train.metric_for_best
+        if name is None or not metrics:
+            return False
+        if name not in metrics:
+            raise ConfigError(
+                f"{self.config.source or '<config>'}: train.metric_for_best={name!r} is not among the "
+                f"evaluator's metrics: {', '.join(sorted(metrics))}"
+            )
+        value = metrics[name]
+        best = state.best_metric
+        improved = best is None or (value > best if train.greater_is_better else value < best)
+        if improved:
+            state.best_metric, state.best_step, state.evals_without_improvement = value, state.step, 0
+            return True
+        state.evals_without_improvement += 1
+        patience = train.early_stopping_patience
+        if patience is not None and state.evals_without_improvement >= patience:
+            state.stopped_early = True
+            logger.info(
+                "early stopping at step %d: %s did not improve for %d evaluations", state.step, name, patience
+            )
+        return False
+
+    def _export_best(self, method, folder: Path, state: TrainerState) -> None:
+        """Best weights (method state + the encoder's own folder when it can ``save``), atomically."""
+
+        def write(temporary: Path) -> None:
+            save_method_state(method, temporary)
+            (temporary / STATE_FILE).write_text(json.dumps(asdict(state), indent=2) + "\n", encoding="utf-8")
+            encoder = getattr(method, "encoder", None)
+            if hasattr(encoder, "save"):
+                encoder.save(temporary / "encoder")
+
+        write_folder_atomically(folder, write)
+
+
+class _Window:
+    """Loss parts and throughput averaged over the steps since the last log line."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.steps = 0
+        self.samples = 0
+        self.start = time.perf_counter()
+
+    def add(self, parts: dict[str, float], samples: int) -> None:
+        for name, value in parts.items():
+            self.sums[name] = self.sums.get(name, 0.0) + value
+        self.steps += 1
+        self.samples += samples
+
+    def rate(self) -> float:
+        return self.samples / max(time.perf_counter() - self.start, 1e-9)
+
+    def restart_clock(self) -> None:
+        self.start, self.samples = time.perf_counter(), 0
+
+    def summary(self, rate: float) -> dict[str, float]:
+        means = {name: value / max(self.steps, 1) for name, value in self.sums.items()}
+        record = {"loss": means.pop(TOTAL, float("nan"))}
+        record.update({f"loss/{name}": value for name, value in means.items()})
+        record["samples_per_s"] = rate
+        return record

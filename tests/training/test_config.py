@@ -1,0 +1,101 @@
+"""Config loading: overrides, and errors that name the dotted key and the file (or the --set)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from contrastext.errors import ConfigError
+from contrastext.training.config import load_config, parse_override, validate_method_args
+
+RECIPE = """\
+method: simcse-unsup
+model: bundled:all-MiniLM-L6-v2
+output_dir: runs/x
+seed: 7
+train:
+  max_steps: 100
+  batch_size: 16
+data:
+  task: wiki1m
+  max_length: 32
+eval:
+  tasks: [stsb:dev]
+method_args:
+  temperature: 0.05
+"""
+
+
+class SimArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    temperature: float = 0.05
+    pooling: str = "cls"
+
+
+@pytest.fixture
+def recipe(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(RECIPE)
+    return path
+
+
+def test_load_with_overrides(recipe):
+    config = load_config(
+        recipe,
+        [
+            "train.max_steps=10",
+            "method_args.temperature=0.1",
+            "eval.tasks=[stsb:dev, sickr]",
+            "train.metric_for_best=stsb/spearman",
+        ],
+    )
+    assert config.train.max_steps == 10 and config.train.batch_size == 16
+    assert config.eval.tasks == ["stsb:dev", "sickr"]
+    assert config.train_seed == 7 and config.source == str(recipe)
+    assert config.method_args_as(SimArgs).temperature == 0.1
+
+
+def test_unknown_key_names_key_and_file(recipe):
+    recipe.write_text(RECIPE.replace("batch_size: 16", "batch_sise: 16"))
+    with pytest.raises(ConfigError, match=rf"{recipe}: train.batch_sise: unknown key"):
+        load_config(recipe)
+
+
+def test_wrong_type_names_key_and_file(recipe):
+    recipe.write_text(RECIPE.replace("max_length: 32", "max_length: long"))
+    with pytest.raises(ConfigError, match=rf"{recipe}: data.max_length: .*'long'"):
+        load_config(recipe)
+
+
+def test_bad_override_says_it_came_from_set(recipe):
+    with pytest.raises(ConfigError, match=r"--set train.max_steps .*recipe.yaml.*train.max_steps"):
+        load_config(recipe, ["train.max_steps=ten"])
+    with pytest.raises(ConfigError, match=r"--set train.nope .*train.nope: unknown key"):
+        load_config(recipe, ["train.nope=1"])
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        load_config(recipe, ["train.max_steps"])
+    with pytest.raises(ConfigError, match="seed is a value"):
+        load_config(recipe, ["seed.x=1"])
+
+
+def test_missing_length_and_missing_file(recipe, tmp_path):
+    recipe.write_text(RECIPE.replace("  max_steps: 100\n", ""))
+    with pytest.raises(ConfigError, match="train: .*set train.max_steps or train.epochs"):
+        load_config(recipe)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_method_args_are_validated_by_the_method(recipe):
+    with pytest.raises(ConfigError, match=rf"{recipe}: method_args.temprature: unknown key"):
+        validate_method_args(SimArgs, {"temprature": 0.1}, recipe)
+    config = load_config(recipe, ["method_args.pooling=[1]"])
+    with pytest.raises(ConfigError, match=r"--set method_args.pooling .*method_args.pooling"):
+        config.method_args_as(SimArgs)
+
+
+def test_parse_override_reads_yaml_scalars():
+    assert parse_override("a.b=1e-3") == ("a.b", 1e-3)
+    assert parse_override("a=true") == ("a", True)
+    assert parse_override("a=null") == ("a", None)
+    assert parse_override("model=path/to:x") == ("model", "path/to:x")

@@ -1,0 +1,84 @@
+"""Kill a training with SIGKILL right after its step-6 checkpoint, resume it, and get the exact weights of
+an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from _tiny_training import build, make_config, sentences
+
+from contrastext.training.checkpoint import latest_checkpoint
+from contrastext.training.logging import read_log
+from contrastext.training.trainer import Trainer
+
+SCRIPT = Path(__file__).with_name("_tiny_training.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if process.poll() is not None:
+            raise AssertionError(
+                f"training exited ({process.returncode}) before {path}: {process.stderr.read()}"
+            )
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"{path} did not appear within {timeout} s")
+        time.sleep(0.05)
+
+
+def test_killed_run_resumes_to_the_same_weights(tmp_path, minilm_path, one_thread):
+    reference = build(minilm_path)
+    Trainer(reference, sentences(), make_config(tmp_path / "reference")).train()
+
+    killed_dir = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(killed_dir), "12", minilm_path, "--pause-at", "6"],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    _wait_for(killed_dir / "PAUSED", process)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    assert latest_checkpoint(killed_dir).name == "step-000006"
+
+    resumed = build(
+        minilm_path, init_seed=123
+    )  # other initial weights: everything must come from the checkpoint
+    result = Trainer(resumed, sentences(), make_config(killed_dir)).train(resume=True)
+
+    assert result.last_step == 12
+    expected, actual = reference.state_dict(), resumed.state_dict()
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        assert torch.equal(expected[name], actual[name]), name
+    steps = [record["step"] for record in read_log(killed_dir / "train_log.jsonl")]
+    assert steps == list(range(1, 13))  # lines after the checkpoint were dropped, none repeated
+    losses = [record["loss"] for record in read_log(killed_dir / "train_log.jsonl")]
+    assert losses == [record["loss"] for record in read_log(tmp_path / "reference" / "train_log.jsonl")]
+
+
+def test_resume_without_checkpoint_starts_fresh(tmp_path, minilm_path, one_thread):
+    result = Trainer(build(minilm_path), sentences(), make_config(tmp_path, max_steps=2)).train(resume=True)
+    assert result.last_step == 2
+
+
+def test_resume_of_a_finished_run_does_nothing_more(tmp_path, minilm_path, one_thread):
+    method = build(minilm_path)
+    Trainer(method, sentences(), make_config(tmp_path, max_steps=4)).train()
+    before = {name: tensor.clone() for name, tensor in method.state_dict().items()}
+    again = build(minilm_path, init_seed=5)
+    result = Trainer(again, sentences(), make_config(tmp_path, max_steps=4)).train(resume=True)
+    assert result.last_step == 4
+    assert all(torch.equal(before[name], tensor) for name, tensor in again.state_dict().items())

@@ -1,0 +1,58 @@
+"""Optimiser groups, schedules and seeding helpers."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from contrastext.errors import ConfigError
+from contrastext.training.schedules import build_optimizer, build_scheduler, resolve_warmup_steps
+from contrastext.training.seeding import capture_rng_state, derive_seed, make_generator, restore_rng_state
+
+
+def test_no_weight_decay_on_bias_and_layernorm():
+    model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 2))
+    optimizer = build_optimizer(model, lr=1e-3, weight_decay=0.01)
+    decayed, plain = optimizer.param_groups
+    assert decayed["weight_decay"] == 0.01 and plain["weight_decay"] == 0.0
+    assert {id(p) for p in decayed["params"]} == {id(model[0].weight), id(model[2].weight)}
+    assert len(plain["params"]) == 4  # two biases, LayerNorm weight and bias
+
+
+def test_linear_and_constant_schedules():
+    parameter = nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.AdamW([parameter], lr=1.0)
+    scheduler = build_scheduler(optimizer, "linear", total_steps=10, warmup_steps=2)
+    lrs = []
+    for _ in range(10):
+        lrs.append(scheduler.get_last_lr()[0])
+        optimizer.step()
+        scheduler.step()
+    assert lrs[:3] == [0.0, 0.5, 1.0] and lrs[-1] == pytest.approx(0.125)
+    constant = build_scheduler(torch.optim.AdamW([parameter], lr=1.0), "constant", 10, warmup_steps=0)
+    assert constant.get_last_lr() == [1.0]
+    with pytest.raises(ConfigError, match="unknown schedule"):
+        build_scheduler(optimizer, "cosine", 10)
+    assert resolve_warmup_steps(100, warmup_ratio=0.06) == 6
+    assert resolve_warmup_steps(100, warmup_ratio=0.06, warmup_steps=3) == 3
+
+
+def test_generators_depend_on_position_only():
+    assert torch.equal(
+        torch.rand(3, generator=make_generator(1, 2)), torch.rand(3, generator=make_generator(1, 2))
+    )
+    assert not torch.equal(
+        torch.rand(3, generator=make_generator(1, 2)), torch.rand(3, generator=make_generator(1, 3))
+    )
+    assert derive_seed(1, 2) != derive_seed(2, 1)
+
+
+def test_rng_state_roundtrip():
+    state = capture_rng_state()
+    first = (random.random(), float(np.random.rand()), float(torch.rand(1)))
+    restore_rng_state(state)
+    assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == first

@@ -1,0 +1,105 @@
+"""The training loop with a tiny self-contained method: determinism, logging, evaluation, best model, early stop."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from _tiny_training import build, make_config, sentences
+
+from contrastext.errors import ConfigError
+from contrastext.training.checkpoint import load_method_state
+from contrastext.training.logging import read_log
+from contrastext.training.trainer import Trainer, resolve_mixed_precision
+
+
+def _losses(output_dir):
+    return [record["loss"] for record in read_log(output_dir / "train_log.jsonl")]
+
+
+def test_same_seed_same_losses_other_seed_other_losses(tmp_path, minilm_path, one_thread):
+    for name, seed in (("a", 3), ("b", 3), ("c", 4)):
+        config = make_config(tmp_path / name, max_steps=5, save_every=None)
+        config.train.seed = seed
+        Trainer(build(minilm_path), sentences(), config).train()
+    assert _losses(tmp_path / "a") == _losses(tmp_path / "b")
+    assert _losses(tmp_path / "a") != _losses(tmp_path / "c")
+
+
+def test_log_lines_hold_every_part_the_total_lr_and_throughput(tmp_path, minilm_path, one_thread):
+    method = build(minilm_path)
+    Trainer(method, sentences(), make_config(tmp_path, max_steps=4, log_every=2)).train()
+    records = read_log(tmp_path / "train_log.jsonl")
+    assert [record["step"] for record in records] == [2, 4]
+    for record in records:
+        assert {
+            "epoch",
+            "loss",
+            "loss/infonce",
+            "loss/center",
+            "loss/tied",
+            "lr",
+            "samples_per_s",
+            "grad_norm",
+        } <= set(record)
+        weighted = record["loss/infonce"] + 0.1 * record["loss/center"] + record["loss/tied"]
+        assert record["loss"] == pytest.approx(weighted, rel=1e-5)
+        assert record["samples_per_s"] > 0
+    assert records[-1]["lr"] < records[0]["lr"]  # linear decay after 2 warmup steps
+
+
+def test_evaluation_keeps_the_best_weights_and_stops_early(tmp_path, minilm_path, one_thread):
+    scores = iter([0.1, 0.5, 0.4, 0.3, 0.2, 0.9])
+    snapshots = {}
+
+    def evaluator(method):
+        assert not method.training
+        value = next(scores)
+        snapshots[value] = {name: tensor.clone() for name, tensor in method.state_dict().items()}
+        return {"stsb/spearman": value, "other": 1.0}
+
+    config = make_config(
+        tmp_path, max_steps=12, eval_every=2, metric_for_best="stsb/spearman", early_stopping_patience=2
+    )
+    method = build(minilm_path)
+    result = Trainer(method, sentences(), config, evaluator=evaluator).train()
+
+    assert result.stopped_early and result.last_step == 8  # evals at 2 (0.1) 4 (0.5) 6 (0.4) 8 (0.3)
+    assert result.best_metric == 0.5 and result.best_step == 4
+    assert (result.best_model_dir / "config.json").is_file()  # exported by the encoder's own save()
+    restored = build(minilm_path, init_seed=9)
+    load_method_state(restored, result.best_checkpoint)
+    for name, tensor in restored.state_dict().items():
+        assert torch.equal(tensor, snapshots[0.5][name]), name
+    evaluated = [r for r in read_log(tmp_path / "train_log.jsonl") if "eval/stsb/spearman" in r]
+    assert [r["step"] for r in evaluated] == [2, 4, 6, 8]
+    assert json.loads((result.best_checkpoint / "trainer_state.json").read_text())["best_step"] == 4
+
+
+def test_unknown_metric_for_best_names_the_key(tmp_path, minilm_path):
+    config = make_config(tmp_path, max_steps=2, eval_every=1, metric_for_best="nope")
+    with pytest.raises(ConfigError, match="train.metric_for_best='nope'.*spearman"):
+        Trainer(build(minilm_path), sentences(), config, evaluator=lambda m: {"spearman": 0.0}).train()
+
+
+def test_epochs_set_the_number_of_steps(tmp_path, minilm_path):
+    config = make_config(tmp_path, max_steps=None, epochs=2, grad_accumulation=1, save_every=None)
+    trainer = Trainer(build(minilm_path), sentences(), config)
+    assert trainer.total_steps() == 10  # 40 examples / 8 per batch * 2 epochs
+    config = make_config(tmp_path, max_steps=None, epochs=0.1, grad_accumulation=2)
+    with pytest.raises(ConfigError, match="gives no optimiser step"):
+        Trainer(build(minilm_path), sentences(), config).total_steps()
+
+
+def test_no_examples_is_a_config_error(tmp_path, minilm_path):
+    with pytest.raises(ConfigError, match="no training examples"):
+        Trainer(build(minilm_path), [], make_config(tmp_path))
+
+
+def test_mixed_precision_auto_is_off_without_cuda():
+    if not torch.cuda.is_available():
+        assert resolve_mixed_precision("auto") == "no"
+        with pytest.raises(ConfigError, match="fp16 needs a CUDA GPU"):
+            resolve_mixed_precision("fp16")
+    assert resolve_mixed_precision("no") == "no"
