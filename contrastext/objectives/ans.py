@@ -1,0 +1,130 @@
+"""RECLAIM's active negative selection (ANS): the critic NCE with the K nearest bank entries as negatives.
+
+Paper: L. Chen et al., "Towards robust and efficient contrastive textual representation learning",
+ICLR 2021 submission (RECLAIM), Eq. 6. Two memory banks hold a momentum-averaged copy of every training
+example's features, B_u = {ũ_j} and B_v = {ṽ_j}. For the pair (u_i, v_i) of example i:
+
+    N_v(i) = top-K_j  cos(v_i, ṽ_j),  j ≠ i        N_u(i) = top-K_j  cos(u_i, ũ_j),  j ≠ i
+
+    L = −(1/B) Σ_i [ log g(u_i, v_i) + (1/K) Σ_{j ∈ N_v(i)} log(1 − g(u_i, ṽ_j))
+                                     + (1/K) Σ_{j ∈ N_u(i)} log(1 − g(ũ_j, v_i)) ]
+
+with g the Wasserstein critic (``objectives/critic.py``). After the optimiser step, ``update`` moves the
+bank entries of the batch: ũ_i ← (1 − ρ)·u_i + ρ·ũ_i (ρ = ``momentum``), the same for ṽ_i.
+
+Modes (the paper's ablations):
+
+- ``"topk"``: the K nearest neighbours above (the method);
+- ``"random"``: instead of the top-K, a random ``random_fraction`` (default 80%) of the bank, drawn afresh
+  each call, shared by the batch and never containing the batch's own rows. Cost: the critic scores
+  B × ⌈fraction · N⌉ pairs, so keep N moderate in this mode;
+- ``"in_batch"``: the other rows of the batch only (banks unused by the loss, still updated).
+
+Example::
+
+    ans = ANS(WassersteinCritic(384, 384), bank_size=len(dataset), dim_u=384, dim_v=384, k=100)
+    loss = ans(u, v, batch_indices)        # in the method's forward
+    ans.update(batch_indices, u, v)        # in the method's after_step()
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from contrastext.errors import UnknownNameError
+from contrastext.negatives.bank import MemoryBank
+from contrastext.negatives.search import NearestNeighbourSearch, make_search
+from contrastext.objectives.critic import CriticNCE, WassersteinCritic
+
+MODES = ("topk", "random", "in_batch")
+
+
+class ANS(nn.Module):
+    """Critic NCE whose negatives come from two momentum memory banks (top-K, random subset or in-batch)."""
+
+    def __init__(
+        self,
+        critic: WassersteinCritic,
+        bank_size: int,
+        dim_u: int,
+        dim_v: int,
+        k: int = 100,
+        momentum: float = 0.5,
+        search: str | NearestNeighbourSearch = "exact",
+        mode: str = "topk",
+        random_fraction: float = 0.8,
+    ):
+        super().__init__()
+        if mode not in MODES:
+            raise UnknownNameError(f"unknown ANS mode {mode!r}: choose one of {', '.join(MODES)}")
+        if not 0.0 < random_fraction <= 1.0:
+            raise ValueError(f"ANS random_fraction must be in (0, 1], got {random_fraction}")
+        if mode == "topk" and not 1 <= k <= bank_size - 1:
+            raise ValueError(
+                f"ANS k={k} is impossible with a bank of {bank_size} examples: "
+                f"k must be between 1 and {bank_size - 1} (each example's own row is excluded)"
+            )
+        self.nce = CriticNCE(critic)
+        self.bank_u = MemoryBank(bank_size, dim_u, momentum)
+        self.bank_v = MemoryBank(bank_size, dim_v, momentum)
+        self.search = make_search(search) if isinstance(search, str) else search
+        self.k, self.mode, self.random_fraction = k, mode, random_fraction
+
+    @property
+    def critic(self) -> WassersteinCritic:
+        return self.nce.critic
+
+    def _check(self, u: Tensor, v: Tensor, indices: Tensor) -> None:
+        if (
+            u.dim() != 2
+            or v.dim() != 2
+            or indices.dim() != 1
+            or not (u.size(0) == v.size(0) == indices.size(0))
+            or u.size(1) != self.bank_u.dim
+            or v.size(1) != self.bank_v.dim
+        ):
+            raise ValueError(
+                f"ANS expects u (B, {self.bank_u.dim}), v (B, {self.bank_v.dim}) and indices (B,), "
+                f"got {tuple(u.shape)}, {tuple(v.shape)} and {tuple(indices.shape)}"
+            )
+
+    def nearest_negatives(self, u: Tensor, v: Tensor, indices: Tensor) -> tuple[Tensor, Tensor]:
+        """Bank indices (B, K) of the top-K ũ nearest to each u_i and of the top-K ṽ nearest to each v_i."""
+        _, near_u = self.search.topk(u.detach(), self.bank_u.bank, self.k, exclude=indices)
+        _, near_v = self.search.topk(v.detach(), self.bank_v.bank, self.k, exclude=indices)
+        return near_u, near_v
+
+    def random_negatives(self, indices: Tensor) -> Tensor:
+        """A random ⌈fraction · N⌉ of bank rows (M,), none of them in the batch, drawn afresh."""
+        size = self.bank_u.size
+        allowed = torch.ones(size, dtype=torch.bool, device=self.bank_u.bank.device)
+        allowed[indices.to(allowed.device)] = False
+        candidates = torch.nonzero(allowed).squeeze(1)
+        if candidates.numel() == 0:
+            raise ValueError(f"ANS random mode: the batch covers the whole bank of {size} rows, no negatives left")
+        count = min(math.ceil(self.random_fraction * size), candidates.numel())
+        return candidates[torch.randperm(candidates.numel(), device=candidates.device)[:count]]
+
+    def forward(self, u: Tensor, v: Tensor, indices: Tensor) -> Tensor:
+        """The NCE loss of the batch (u_i, v_i) of examples ``indices`` with negatives chosen by ``mode``."""
+        self._check(u, v, indices)
+        if self.mode == "in_batch":
+            return self.nce(u, v)
+        if self.mode == "random":
+            rows = self.random_negatives(indices)  # shared by the whole batch: (M, d) negatives
+            return self.nce(u, v, negatives_u=self.bank_u.get(rows), negatives_v=self.bank_v.get(rows))
+        near_u, near_v = self.nearest_negatives(u, v, indices)
+        return self.nce(u, v, negatives_u=self.bank_u.get(near_u), negatives_v=self.bank_v.get(near_v))
+
+    @torch.no_grad()
+    def update(self, indices: Tensor, u: Tensor, v: Tensor) -> None:
+        """Momentum update of both banks at ``indices`` with the detached features (after the optimiser step)."""
+        self._check(u, v, indices)
+        self.bank_u.update(indices, u)
+        self.bank_v.update(indices, v)
+
+    def extra_repr(self) -> str:
+        return f"k={self.k}, mode={self.mode!r}, random_fraction={self.random_fraction}"

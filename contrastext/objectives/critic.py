@@ -1,0 +1,153 @@
+"""RECLAIM's Wasserstein-constrained critic and its NCE objective.
+
+Paper: L. Chen et al., "Towards robust and efficient contrastive textual representation learning",
+ICLR 2021 submission (RECLAIM). A critic g(u, v) ∈ (0, 1) tells a true pair of features of the same
+text (u: e.g. the pooled sentence feature, v: e.g. the mean input-embedding feature) from mismatched
+pairs. Constraining the pre-sigmoid score s(u, v) to be 1-Lipschitz turns the KL-based bound into the
+Wasserstein dependency measure (Ozair et al., 2019), which avoids vanishing contrast signals.
+
+Critic architecture (``WassersteinCritic``)::
+
+    p_u(u) = W2ᵘ σ(W1ᵘ u),   p_v(v) = W2ᵛ σ(W1ᵛ v)                   (two projection MLPs to width h)
+    s(u, v) = W5 σ(W4 σ(W3 [p_u(u); p_v(v)]))                        (3-layer MLP on the concatenation)
+    g(u, v) = sigmoid(s(u, v))
+
+Every Linear carries spectral normalisation (operator norm ≤ 1) and σ = LeakyReLU(0.2) is 1-Lipschitz,
+so p_u and p_v are 1-Lipschitz. Concatenating them keeps the constant ≤ 1 *in the joint input (u, v)*:
+‖[p_u(u) − p_u(u′); p_v(v) − p_v(v′)]‖² = ‖p_u(u) − p_u(u′)‖² + ‖p_v(v) − p_v(v′)‖² ≤ ‖u − u′‖² + ‖v − v′‖²,
+so no 1/√2 factor is needed (it would be if one input fed both branches). The head is a composition of
+1-Lipschitz maps, hence |s(u, v) − s(u′, v′)| ≤ ‖(u, v) − (u′, v′)‖. (Spectral norm is estimated by power
+iteration, one step per training forward, so the bound holds up to that estimate's accuracy.)
+
+NCE objective (``CriticNCE``, the paper's Eq. 3 with the negatives of Eq. 6)::
+
+    L = −(1/B) Σ_i [ log g(u_i, v_i) + (1/K) Σ_k log(1 − g(u_i, v′_ik)) + (1/K) Σ_k log(1 − g(u′_ik, v_i)) ]
+
+computed as log g = logsigmoid(s) and log(1 − g) = logsigmoid(−s). Negatives v′_ik (paired with u_i) and
+u′_ik (paired with v_i) come from a memory bank (ANS, ``objectives/ans.py``) or, when not given, from the
+batch: every other row j ≠ i.
+
+Example::
+
+    critic = WassersteinCritic(dim_u=384, dim_v=384)
+    nce = CriticNCE(critic)
+    loss = nce(u, v)                                  # in-batch negatives
+    loss = nce(u, v, negatives_u=nu, negatives_v=nv)  # (B, K, d) negatives from the banks
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+from torch.nn.utils.parametrizations import spectral_norm
+
+
+def _sn_linear(in_features: int, out_features: int) -> nn.Module:
+    return spectral_norm(nn.Linear(in_features, out_features))
+
+
+def _projection(in_features: int, hidden: int, slope: float) -> nn.Sequential:
+    return nn.Sequential(
+        _sn_linear(in_features, hidden), nn.LeakyReLU(slope), _sn_linear(hidden, hidden)
+    )
+
+
+class WassersteinCritic(nn.Module):
+    """Spectral-normalised pair critic; ``score`` gives the 1-Lipschitz pre-sigmoid logit s(u, v)."""
+
+    def __init__(self, dim_u: int, dim_v: int, hidden: int = 64, negative_slope: float = 0.2):
+        super().__init__()
+        self.dim_u, self.dim_v, self.hidden = dim_u, dim_v, hidden
+        self.project_u = _projection(dim_u, hidden, negative_slope)
+        self.project_v = _projection(dim_v, hidden, negative_slope)
+        self.head = nn.Sequential(
+            _sn_linear(2 * hidden, hidden),
+            nn.LeakyReLU(negative_slope),
+            _sn_linear(hidden, hidden),
+            nn.LeakyReLU(negative_slope),
+            _sn_linear(hidden, 1),
+        )
+
+    def score(self, u: Tensor, v: Tensor) -> Tensor:
+        """Pre-sigmoid scores for u (..., dim_u) and v (..., dim_v) whose leading shapes broadcast.
+
+        Each row is projected once, then the projections are broadcast: ``score(u[:, None], v)`` with
+        u (B, du) and v (B, K, dv) gives (B, K); ``score(u[:, None], v[None])`` gives all B × B pairs.
+        """
+        if u.size(-1) != self.dim_u or v.size(-1) != self.dim_v:
+            raise ValueError(
+                f"critic expects u (..., {self.dim_u}) and v (..., {self.dim_v}), "
+                f"got {tuple(u.shape)} and {tuple(v.shape)}"
+            )
+        pu, pv = self.project_u(u), self.project_v(v)
+        try:
+            shape = torch.broadcast_shapes(pu.shape[:-1], pv.shape[:-1])
+        except RuntimeError as error:
+            raise ValueError(
+                f"critic cannot pair u of shape {tuple(u.shape)} with v of shape {tuple(v.shape)}: "
+                "their leading dimensions do not broadcast"
+            ) from error
+        joint = torch.cat([pu.expand(*shape, self.hidden), pv.expand(*shape, self.hidden)], dim=-1)
+        return self.head(joint).squeeze(-1)
+
+    def forward(self, u: Tensor, v: Tensor) -> Tensor:
+        """g(u, v) = sigmoid(score(u, v)) ∈ (0, 1)."""
+        return torch.sigmoid(self.score(u, v))
+
+
+def _negative_scores(critic: WassersteinCritic, fixed: Tensor, negatives: Tensor, fixed_is_u: bool) -> Tensor:
+    """Scores (B, K) of each fixed row i against its negatives: (B, K, d) per row, or (K, d) shared."""
+    if negatives.dim() == 2:
+        negatives = negatives.unsqueeze(0)
+    elif negatives.dim() != 3 or negatives.size(0) != fixed.size(0):
+        raise ValueError(
+            f"negatives must be (B={fixed.size(0)}, K, d) or shared (K, d), got {tuple(negatives.shape)}"
+        )
+    fixed = fixed.unsqueeze(1)
+    return critic.score(fixed, negatives) if fixed_is_u else critic.score(negatives, fixed)
+
+
+class CriticNCE(nn.Module):
+    """NCE with a learned critic: −[log g(u,v) + mean log(1 − g(u, v′)) + mean log(1 − g(u′, v))]."""
+
+    def __init__(self, critic: WassersteinCritic):
+        super().__init__()
+        self.critic = critic
+
+    def forward(
+        self, u: Tensor, v: Tensor, negatives_u: Tensor | None = None, negatives_v: Tensor | None = None
+    ) -> Tensor:
+        if u.dim() != 2 or v.dim() != 2 or u.size(0) != v.size(0):
+            raise ValueError(
+                f"CriticNCE expects u (B, du) and v (B, dv) with the same B, got {tuple(u.shape)} and {tuple(v.shape)}"
+            )
+        # The critic's own dtype, at least float32 (half inputs are upcast).
+        compute_dtype = torch.promote_types(next(self.critic.parameters()).dtype, torch.float32)
+        u, v = u.to(compute_dtype), v.to(compute_dtype)
+        batch = u.size(0)
+        in_batch = None
+        if negatives_u is None or negatives_v is None:
+            if batch < 2:
+                raise ValueError("CriticNCE with in-batch negatives needs a batch of at least 2 pairs")
+            in_batch = self.critic.score(u.unsqueeze(1), v.unsqueeze(0))  # (B, B): s(u_i, v_j)
+            positive = in_batch.diagonal()
+        else:
+            positive = self.critic.score(u, v)
+        off_diagonal = ~torch.eye(batch, dtype=torch.bool, device=u.device)
+
+        if negatives_v is None:
+            scores_v = in_batch[off_diagonal].view(batch, batch - 1)  # s(u_i, v_j), j ≠ i
+        else:
+            scores_v = _negative_scores(self.critic, u, negatives_v.to(compute_dtype), fixed_is_u=True)
+        if negatives_u is None:
+            scores_u = in_batch.T[off_diagonal].view(batch, batch - 1)  # s(u_j, v_i), j ≠ i
+        else:
+            scores_u = _negative_scores(self.critic, v, negatives_u.to(compute_dtype), fixed_is_u=False)
+
+        per_pair = (
+            F.logsigmoid(positive)
+            + F.logsigmoid(-scores_v).mean(dim=1)
+            + F.logsigmoid(-scores_u).mean(dim=1)
+        )
+        return -per_pair.mean()

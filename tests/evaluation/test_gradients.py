@@ -1,0 +1,173 @@
+"""Gradient decomposition: checked against hand-derived InfoNCE / DCL / alignment-uniformity gradients,
+and the generic (embedding-loss) split against the exact similarity-matrix split."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from contrastext.evaluation.gradients import (
+    format_gradient_table,
+    gradient_decomposition,
+    gradient_norms_for_losses,
+    gradient_parts,
+    similarity_gradient_decomposition,
+    similarity_gradient_parts,
+)
+from contrastext.objectives import DCL, AlignUniform, InfoNCE, MarginAngle, MarginEuclidean, MarginProduct
+
+TAU = 0.1
+BATCH, DIM = 8, 32
+
+
+@pytest.fixture(autouse=True, scope="module")
+def single_thread():
+    """Tiny tensors: one intra-op thread avoids OpenMP spinning on a shared machine (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def pair():
+    generator = torch.Generator().manual_seed(0)
+    x = F.normalize(torch.randn(BATCH, DIM, generator=generator, dtype=torch.float64), dim=1)
+    y = F.normalize(x + 0.7 * torch.randn(BATCH, DIM, generator=generator, dtype=torch.float64), dim=1)
+    return x, y
+
+
+# Small reference losses on embeddings (the library's own objectives live in contrastext/objectives).
+def info_nce(x, y):
+    logits = F.normalize(x, dim=1) @ F.normalize(y, dim=1).T / TAU
+    return F.cross_entropy(logits, torch.arange(len(x)))
+
+
+def info_nce_on_similarity(similarity):
+    return F.cross_entropy(similarity / TAU, torch.arange(len(similarity)))
+
+
+def decoupled(x, y):
+    """DCL: the positive is removed from the denominator."""
+    logits = F.normalize(x, dim=1) @ F.normalize(y, dim=1).T / TAU
+    positive = logits.diagonal()
+    negatives = logits.masked_fill(torch.eye(len(x), dtype=torch.bool), float("-inf"))
+    return (-positive + torch.logsumexp(negatives, dim=1)).mean()
+
+
+def align_uniform(x, y):
+    """Wang & Isola: E‖x−y‖² + log E exp(−2‖x_i−x_j‖²)."""
+    alignment = (x - y).pow(2).sum(1).mean()
+    uniformity = torch.pdist(x).pow(2).mul(-2).exp().mean().log()
+    return alignment + uniformity
+
+
+def tangent(g, x):
+    return g - (g * x).sum(1, keepdim=True) * x
+
+
+def test_info_nce_matches_hand_derived_parts(pair):
+    x, y = pair
+    p = torch.softmax(x @ y.T / TAU, dim=1)
+    alignment = -(1 - p.diagonal()).unsqueeze(1) / TAU * y
+    off = p.masked_fill(torch.eye(BATCH, dtype=torch.bool), 0.0)
+    uniformity = off @ y / TAU
+    for parts in (gradient_parts(info_nce, x, y), similarity_gradient_parts(info_nce_on_similarity, x, y)):
+        assert torch.allclose(parts.alignment, tangent(alignment, x), atol=1e-8)
+        assert torch.allclose(parts.uniformity, tangent(uniformity, x), atol=1e-8)
+        assert torch.allclose(parts.total, parts.alignment + parts.uniformity)
+
+
+def test_total_is_the_tangent_gradient_of_batch_size_times_loss(pair):
+    x, y = pair
+    anchors = x.clone().requires_grad_(True)
+    (gradient,) = torch.autograd.grad(BATCH * info_nce(anchors, y), [anchors])
+    assert torch.allclose(gradient_parts(info_nce, x, y).total, tangent(gradient, x), atol=1e-10)
+
+
+def test_decoupled_alignment_part_is_constant(pair):
+    """DCL's positive term is −s_kk/τ alone: its alignment gradient is −(I − x xᵀ) y_k / τ, whatever p_kk."""
+    x, y = pair
+    parts = gradient_parts(decoupled, x, y)
+    assert torch.allclose(parts.alignment, tangent(-y / TAU, x), atol=1e-8)
+    on_similarity = similarity_gradient_parts(
+        lambda s: (-s.diagonal() / TAU + torch.logsumexp((s / TAU).masked_fill(torch.eye(BATCH, dtype=torch.bool), float("-inf")), 1)).mean(),
+        x,
+        y,
+    )
+    assert torch.allclose(parts.uniformity, on_similarity.uniformity, atol=1e-8)
+
+
+def test_align_uniform_splits_into_its_two_terms(pair):
+    """The x–x uniformity term counts as uniformity; the pair distance term as alignment."""
+    x, y = pair
+    parts = gradient_parts(align_uniform, x, y)
+    assert torch.allclose(parts.alignment, tangent(-2 * y, x), atol=1e-8)  # ∇ of ‖x_k − y_k‖², on the sphere
+    anchors = x.clone().requires_grad_(True)
+    uniformity = torch.pdist(anchors).pow(2).mul(-2).exp().mean().log()
+    (expected,) = torch.autograd.grad(BATCH * uniformity, [anchors])
+    assert torch.allclose(parts.uniformity, tangent(expected, x), atol=1e-8)
+
+
+def test_float32_loss_and_unnormalised_inputs(pair):
+    x, y = pair
+    expected = gradient_decomposition(info_nce, x, y)
+    got = gradient_decomposition(lambda a, b: info_nce(a.float(), b.float()), 3 * x.float(), 2 * y.float())
+    for key in ("alignment", "uniformity", "total"):
+        assert got[key] == pytest.approx(expected[key], rel=1e-4)
+
+
+def test_decomposition_returns_mean_norms(pair):
+    x, y = pair
+    parts = gradient_parts(info_nce, x, y)
+    result = gradient_decomposition(info_nce, x, y)
+    assert set(result) == {"alignment", "uniformity", "total"}
+    assert result["alignment"] == pytest.approx(parts.alignment.norm(dim=1).mean().item())
+    assert similarity_gradient_decomposition(info_nce_on_similarity, x, y) == pytest.approx(result)
+
+
+def test_table_for_several_losses(pair):
+    x, y = pair
+    table = gradient_norms_for_losses({"infonce": info_nce, "dcl": decoupled, "align_uniform": align_uniform}, x, y)
+    assert list(table) == ["infonce", "dcl", "align_uniform"]
+    # InfoNCE damps the alignment gradient by (1 − p_kk); DCL does not.
+    assert table["dcl"]["alignment"] > table["infonce"]["alignment"]
+    text = format_gradient_table(table)
+    assert text.splitlines()[0].split() == ["loss", "alignment", "uniformity", "total"]
+    assert len(text.splitlines()) == 4
+
+
+def test_library_objectives_split_like_their_similarity_forms(pair):
+    """The library's objectives (objectives/*.py) through the generic split: InfoNCE equals the reference,
+    DCL's alignment part is −(I − x xᵀ) y_k / τ, margin losses match their own hinge written on S,
+    AlignUniform's alignment part is the gradient of its pair-distance term."""
+    x, y = pair
+    parts = gradient_parts(InfoNCE(temperature=TAU), x, y)
+    reference = gradient_parts(info_nce, x, y)
+    assert torch.allclose(parts.alignment, reference.alignment, atol=1e-8)
+    assert torch.allclose(parts.uniformity, reference.uniformity, atol=1e-8)
+
+    assert torch.allclose(gradient_parts(DCL(temperature=TAU), x, y).alignment, tangent(-y / TAU, x), atol=1e-8)
+
+    for margin_loss in (MarginProduct(margin=0.5), MarginAngle(margin=0.3), MarginEuclidean(margin=1.0)):
+        generic = gradient_parts(margin_loss, x, y)
+        exact = similarity_gradient_parts(lambda s, loss=margin_loss: loss.hinge(s).relu().mean(), x, y)
+        assert generic.total.norm() > 0, type(margin_loss).__name__
+        assert torch.allclose(generic.alignment, exact.alignment, atol=1e-8), type(margin_loss).__name__
+        assert torch.allclose(generic.uniformity, exact.uniformity, atol=1e-8), type(margin_loss).__name__
+
+    assert torch.allclose(gradient_parts(AlignUniform(), x, y).alignment, tangent(-2 * y, x), atol=1e-8)
+
+    table = gradient_norms_for_losses(
+        {"infonce": InfoNCE(temperature=TAU), "dcl": DCL(temperature=TAU), "align_uniform": AlignUniform()}, x, y
+    )
+    assert all(row["total"] > 0 for row in table.values())
+
+
+def test_errors_are_clear(pair):
+    x, y = pair
+    with pytest.raises(ValueError, match="same shape"):
+        gradient_decomposition(info_nce, x, y[:3])
+    with pytest.raises(ValueError, match="2B - 1 < d"):
+        gradient_decomposition(info_nce, torch.randn(20, 16), torch.randn(20, 16))
+    with pytest.raises(ValueError, match="span"):
+        gradient_decomposition(info_nce, x, x)

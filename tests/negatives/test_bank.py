@@ -1,0 +1,67 @@
+"""MemoryBank: normalised Gaussian init, momentum update, duplicate indices, state_dict, bad indices."""
+
+import pytest
+import torch
+
+from contrastext.negatives.bank import MemoryBank
+
+
+def test_initial_rows_are_unit_norm_and_distinct():
+    bank = MemoryBank(size=50, dim=8, momentum=0.5, generator=torch.Generator().manual_seed(0))
+    norms = bank.bank.norm(dim=1)
+    assert torch.allclose(norms, torch.ones(50), atol=1e-6)
+    assert torch.unique(bank.bank, dim=0).size(0) == 50
+
+
+def test_momentum_update_matches_formula_and_leaves_others():
+    bank = MemoryBank(size=6, dim=4, momentum=0.3)
+    before = bank.bank.clone()
+    indices = torch.tensor([4, 1])
+    values = torch.randn(2, 4, requires_grad=True)
+    bank.update(indices, values)
+    expected = 0.7 * values.detach() + 0.3 * before[indices]
+    assert torch.allclose(bank.get(indices), expected)
+    untouched = torch.tensor([0, 2, 3, 5])
+    assert torch.equal(bank.get(untouched), before[untouched])
+    assert not bank.bank.requires_grad
+
+
+def test_duplicate_indices_average_values_then_apply_momentum_once():
+    bank = MemoryBank(size=3, dim=2, momentum=0.5)
+    before = bank.bank.clone()
+    values = torch.tensor([[1.0, 0.0], [3.0, 2.0], [5.0, 5.0]])
+    bank.update(torch.tensor([2, 0, 2]), values)
+    assert torch.allclose(bank.bank[2], 0.5 * torch.tensor([3.0, 2.5]) + 0.5 * before[2])
+    assert torch.allclose(bank.bank[0], 0.5 * values[1] + 0.5 * before[0])
+    # Order of the duplicated rows does not matter.
+    other = MemoryBank(size=3, dim=2, momentum=0.5)
+    other.load_state_dict({"bank": before})
+    other.update(torch.tensor([2, 2, 0]), values[[2, 0, 1]])
+    assert torch.allclose(other.bank, bank.bank)
+
+
+def test_get_keeps_index_shape():
+    bank = MemoryBank(size=10, dim=4)
+    assert bank.get(torch.tensor([[1, 2, 3], [4, 5, 6]])).shape == (2, 3, 4)
+
+
+def test_state_dict_round_trip():
+    bank = MemoryBank(size=5, dim=3, momentum=0.5)
+    bank.update(torch.tensor([0, 3]), torch.ones(2, 3))
+    restored = MemoryBank(size=5, dim=3, momentum=0.5)
+    restored.load_state_dict(bank.state_dict())
+    assert torch.equal(restored.bank, bank.bank)
+
+
+def test_bad_input_is_a_clear_error():
+    bank = MemoryBank(size=5, dim=3)
+    with pytest.raises(IndexError, match="5 rows"):
+        bank.get(torch.tensor([5]))
+    with pytest.raises(IndexError, match="out of range"):
+        bank.update(torch.tensor([-1]), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match=r"values \(n, 3\)"):
+        bank.update(torch.tensor([0, 1]), torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="integer"):
+        bank.get(torch.tensor([0.0]))
+    with pytest.raises(ValueError, match="momentum"):
+        MemoryBank(size=5, dim=3, momentum=1.5)

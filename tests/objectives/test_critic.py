@@ -1,0 +1,180 @@
+"""WassersteinCritic (1-Lipschitz score, broadcasting) and CriticNCE (against a naive per-pair loop)."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from contrastext.objectives.critic import CriticNCE, WassersteinCritic
+
+DIM_U, DIM_V = 5, 7
+
+
+@pytest.fixture(autouse=True, scope="module")
+def single_thread():
+    """Tiny tensors: one intra-op thread avoids OpenMP spinning on a shared machine (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def make_critic(seed: int = 0, hidden: int = 16) -> WassersteinCritic:
+    torch.manual_seed(seed)
+    return WassersteinCritic(DIM_U, DIM_V, hidden=hidden)
+
+
+def settle(critic: WassersteinCritic, steps: int = 50) -> WassersteinCritic:
+    """Run forwards in train mode so every spectral norm's power iteration converges, then freeze."""
+    critic.train()
+    with torch.no_grad():
+        for _ in range(steps):
+            critic.score(torch.randn(4, DIM_U), torch.randn(4, DIM_V))
+    return critic.eval()
+
+
+def inflate(critic: WassersteinCritic, factor: float) -> None:
+    """Scale every raw (pre-normalisation) weight, to make an unconstrained net far from 1-Lipschitz."""
+    with torch.no_grad():
+        for module in critic.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.parametrizations.weight.original.mul_(factor)
+
+
+def input_gradient_norms(score_fn, u, v):
+    u, v = u.clone().requires_grad_(True), v.clone().requires_grad_(True)
+    grad_u, grad_v = torch.autograd.grad(score_fn(u, v).sum(), [u, v])
+    return torch.sqrt(grad_u.pow(2).sum(1) + grad_v.pow(2).sum(1))
+
+
+def test_score_is_one_lipschitz():
+    critic = make_critic()
+    inflate(critic, 5.0)
+    settle(critic)
+    # Every effective weight has operator norm <= 1 (up to the power-iteration estimate).
+    for module in critic.modules():
+        if isinstance(module, torch.nn.Linear):
+            assert torch.linalg.matrix_norm(module.weight, ord=2) <= 1.0 + 1e-3
+    generator = torch.Generator().manual_seed(1)
+    u, v = torch.randn(2000, DIM_U, generator=generator), torch.randn(2000, DIM_V, generator=generator)
+    u2 = u + torch.randn(2000, DIM_U, generator=generator) * torch.rand(2000, 1, generator=generator)
+    v2 = v + torch.randn(2000, DIM_V, generator=generator) * torch.rand(2000, 1, generator=generator)
+    with torch.no_grad():
+        change = (critic.score(u, v) - critic.score(u2, v2)).abs()
+    distance = torch.sqrt((u - u2).pow(2).sum(1) + (v - v2).pow(2).sum(1))
+    assert (change / distance).max() <= 1.0 + 1e-3
+    assert input_gradient_norms(critic.score, u, v).max() <= 1.0 + 1e-3
+
+
+def test_lipschitz_test_has_teeth_without_spectral_norm():
+    """The same inflated weights used raw (no normalisation) give gradients far above 1."""
+    critic = make_critic()
+    inflate(critic, 5.0)
+    plain = copy.deepcopy(critic)
+    for module in plain.modules():
+        if isinstance(module, torch.nn.Linear):
+            torch.nn.utils.parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
+    u, v = torch.randn(200, DIM_U), torch.randn(200, DIM_V)
+    assert input_gradient_norms(plain.score, u, v).max() > 2.0
+
+
+def test_score_broadcasts_and_matches_pairwise_calls():
+    critic = settle(make_critic())
+    u, v = torch.randn(3, DIM_U), torch.randn(3, 4, DIM_V)
+    many = critic.score(u.unsqueeze(1), v)
+    assert many.shape == (3, 4)
+    for i in range(3):
+        for k in range(4):
+            assert torch.allclose(many[i, k], critic.score(u[i], v[i, k]), atol=1e-6)
+    all_pairs = critic.score(u.unsqueeze(1), v[:, 0].unsqueeze(0))
+    assert all_pairs.shape == (3, 3)
+    assert torch.allclose(all_pairs[0, 2], critic.score(u[0], v[2, 0]), atol=1e-6)
+    g = critic(u, v[:, 0])
+    assert ((g > 0) & (g < 1)).all()
+    with pytest.raises(ValueError, match=r"u \(\.\.\., 5\)"):
+        critic.score(torch.randn(3, 4), v)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        critic.score(torch.randn(3, DIM_U), torch.randn(4, DIM_V))
+
+
+def naive_nce(critic, u, v, negatives_u, negatives_v):
+    """−mean_i [log g(u_i,v_i) + mean_k log(1−g(u_i,v′_ik)) + mean_k log(1−g(u′_ik,v_i))], pair by pair."""
+    total = 0.0
+    for i in range(len(u)):
+        term = torch.log(torch.sigmoid(critic.score(u[i], v[i])))
+        term = term + torch.stack(
+            [torch.log(1 - torch.sigmoid(critic.score(u[i], neg))) for neg in negatives_v[i]]
+        ).mean()
+        term = term + torch.stack(
+            [torch.log(1 - torch.sigmoid(critic.score(neg, v[i]))) for neg in negatives_u[i]]
+        ).mean()
+        total = total - term
+    return total / len(u)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nce_with_given_negatives_matches_loop(dtype):
+    critic = settle(make_critic()).to(dtype)
+    batch, k = 4, 3
+    u, v = torch.randn(batch, DIM_U, dtype=dtype), torch.randn(batch, DIM_V, dtype=dtype)
+    nu, nv = torch.randn(batch, k, DIM_U, dtype=dtype), torch.randn(batch, k, DIM_V, dtype=dtype)
+    loss = CriticNCE(critic)(u, v, negatives_u=nu, negatives_v=nv)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+    assert loss.dtype == dtype
+    assert torch.allclose(loss, naive_nce(critic, u, v, nu, nv), atol=tolerance)
+
+
+def test_nce_in_batch_matches_loop():
+    critic = settle(make_critic()).double()
+    batch = 5
+    u, v = torch.randn(batch, DIM_U, dtype=torch.float64), torch.randn(batch, DIM_V, dtype=torch.float64)
+    others = [[j for j in range(batch) if j != i] for i in range(batch)]
+    nu = torch.stack([u[row] for row in others])
+    nv = torch.stack([v[row] for row in others])
+    expected = naive_nce(critic, u, v, nu, nv)
+    nce = CriticNCE(critic)
+    assert torch.allclose(nce(u, v), expected, atol=1e-10)
+    # One side given, the other in-batch.
+    assert torch.allclose(nce(u, v, negatives_u=nu), expected, atol=1e-10)
+    assert torch.allclose(nce(u, v, negatives_v=nv), expected, atol=1e-10)
+
+
+def test_shared_negatives_equal_expanded_ones():
+    critic = settle(make_critic())
+    u, v = torch.randn(4, DIM_U), torch.randn(4, DIM_V)
+    nu, nv = torch.randn(6, DIM_U), torch.randn(6, DIM_V)
+    nce = CriticNCE(critic)
+    shared = nce(u, v, negatives_u=nu, negatives_v=nv)
+    expanded = nce(u, v, negatives_u=nu.expand(4, -1, -1), negatives_v=nv.expand(4, -1, -1))
+    assert torch.allclose(shared, expanded, atol=1e-6)
+
+
+def test_nce_is_finite_for_extreme_scores_and_half_inputs():
+    critic = make_critic()
+    inflate(critic, 1e4)  # spectral norm removes the scale: still finite
+    u, v = 1e4 * torch.randn(4, DIM_U), 1e4 * torch.randn(4, DIM_V)
+    loss = CriticNCE(critic)(u, v)
+    assert torch.isfinite(loss)
+    half = CriticNCE(critic)(u.to(torch.bfloat16), v.to(torch.bfloat16))
+    assert half.dtype == torch.float32 and torch.isfinite(half)
+    assert F.logsigmoid(torch.tensor(-1e4)).isfinite()
+
+
+def test_gradients_reach_critic_and_features():
+    critic = make_critic()
+    u = torch.randn(4, DIM_U, requires_grad=True)
+    v = torch.randn(4, DIM_V, requires_grad=True)
+    CriticNCE(critic)(u, v).backward()
+    assert u.grad.abs().sum() > 0 and v.grad.abs().sum() > 0
+    assert all(p.grad is not None for p in critic.parameters())
+
+
+def test_bad_shapes_are_clear_errors():
+    nce = CriticNCE(make_critic())
+    with pytest.raises(ValueError, match="same B"):
+        nce(torch.randn(4, DIM_U), torch.randn(3, DIM_V))
+    with pytest.raises(ValueError, match="at least 2"):
+        nce(torch.randn(1, DIM_U), torch.randn(1, DIM_V))
+    with pytest.raises(ValueError, match=r"\(B=4, K, d\)"):
+        nce(torch.randn(4, DIM_U), torch.randn(4, DIM_V), negatives_v=torch.randn(3, 2, DIM_V))
