@@ -22,7 +22,7 @@ app = typer.Typer(
 
 def _register_commands() -> None:
     # Imported for their side effect: each module adds its command to `app`.
-    from contrastext.cli import encode_command, eval_command  # noqa: F401
+    from contrastext.cli import encode_command, eval_command, plot_command  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:
