@@ -1,0 +1,71 @@
+"""CAPT: contrast a sequence with its corrupted copy (Luo et al., "Rethinking denoised auto-encoding in
+language pre-training", EMNLP 2021; arXiv 2010.06351 "CAPT: Contrastive Pre-Training for Learning Denoised
+Sequence Representations", Eq. 2–4).
+
+With s_i the (L2-normalised) representation of sequence i, ŝ_i that of its corrupted copy, an optional
+queue q_1 … q_Q of extra negatives, and sim the cosine similarity:
+
+    ℓ(s_i) = −log  e^{sim(s_i, ŝ_i)/τ} / ( Σ_j e^{sim(s_i, ŝ_j)/τ} + Σ_{j≠i} e^{sim(s_i, s_j)/τ} + Σ_k e^{sim(s_i, q_k)/τ} )
+    ℓ(ŝ_i) = −log  e^{sim(ŝ_i, s_i)/τ} / ( Σ_j e^{sim(ŝ_i, s_j)/τ} + Σ_{j≠i} e^{sim(ŝ_i, ŝ_j)/τ} + Σ_k e^{sim(ŝ_i, q_k)/τ} )
+
+    L = 1/B Σ_i [ ℓ(s_i) + ℓ(ŝ_i) ]
+
+Reduction: the two directions are SUMMED and the batch is AVERAGED (the paper sums over the batch; an
+average keeps the scale independent of B). Without a queue, L is therefore exactly twice SimCLR's NT-Xent
+over the 2B views (which averages over 2B anchors) — the tests check this against pytorch-metric-learning's
+``NTXentLoss(τ)(cat(s, ŝ), cat(arange(B), arange(B)))``.
+
+``temperature`` may be a float, a 0-dim tensor, or a :class:`~contrastext.objectives.temperature.Temperature`
+(e.g. ``InvertedTriangleTemperature``, CAPT's schedule; its ``value()`` is read at every call, so advancing
+the schedule drives the loss). The queue is used as given: store it detached (MoCo-style).
+
+Example::
+
+    >>> capt = CAPT(temperature=0.1)
+    >>> s, s_hat = torch.randn(8, 128), torch.randn(8, 128)
+    >>> capt(s, s_hat), capt(s, s_hat, queue=torch.randn(64, 128))
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .checks import check_extra, check_pair, full_precision
+from .similarity import normalize
+from .temperature import TemperatureLike, check_temperature, temperature_value
+
+
+class CAPT(nn.Module):
+    """Symmetric contrast between originals (B, d) and corrupted copies (B, d), plus optional queue (Q, d)."""
+
+    def __init__(self, temperature: TemperatureLike = 0.1):
+        super().__init__()
+        self.temperature = check_temperature("CAPT", temperature)
+
+    def forward(self, originals: Tensor, corrupted: Tensor, queue: Tensor | None = None) -> Tensor:
+        originals, corrupted = check_pair("CAPT", "originals", originals, "corrupted", corrupted)
+        queue = check_extra("CAPT", "queue", queue, originals.shape[1], like="originals")
+        if queue is not None:
+            queue = queue.to(originals.dtype)
+        with full_precision(originals):
+            return self.compute(originals, corrupted, queue)
+
+    def compute(self, originals: Tensor, corrupted: Tensor, queue: Tensor | None = None) -> Tensor:
+        """The loss on checked tensors."""
+        tau = temperature_value(self.temperature)
+        s, s_hat = normalize(originals), normalize(corrupted)
+        return self._direction(s, s_hat, queue, tau) + self._direction(s_hat, s, queue, tau)
+
+    @staticmethod
+    def _direction(views: Tensor, others: Tensor, queue: Tensor | None, tau: Tensor | float) -> Tensor:
+        """mean_i ℓ(views_i): target others_i; candidates all others, views_j (j ≠ i), the queue."""
+        batch = views.shape[0]
+        self_mask = torch.eye(batch, dtype=torch.bool, device=views.device)
+        cross = views @ others.T
+        same = (views @ views.T).masked_fill(self_mask, float("-inf"))
+        blocks = [cross, same] if queue is None else [cross, same, views @ normalize(queue).T]
+        logits = torch.cat(blocks, dim=1) / tau
+        targets = torch.arange(batch, device=views.device)
+        return F.cross_entropy(logits, targets)

@@ -1,0 +1,135 @@
+"""Input validation shared by every objective, and the precision rule.
+
+Objectives receive embeddings from user code, so a wrong rank, a mismatched batch or width, or an
+integer tensor is reported as a ``ValueError`` that says what was expected and what was given, e.g.::
+
+    InfoNCE: `positives` must have shape (B, d) = (8, 384) matching `anchors`; got (8, 256)
+
+Precision: losses are computed in float32 at least. ``float16`` / ``bfloat16`` inputs are upcast
+(``float64`` stays ``float64``), and :func:`full_precision` turns autocast off inside the loss, so a
+temperature of 0.01 (logits up to 100) cannot overflow half precision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
+_AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps")
+
+
+def upcast(x: Tensor) -> Tensor:
+    """Return ``x`` in float32 when it is half precision (float16 / bfloat16), else unchanged."""
+    return x.float() if x.dtype in _HALF_DTYPES else x
+
+
+@contextlib.contextmanager
+def full_precision(x: Tensor) -> Iterator[None]:
+    """Disable autocast on ``x``'s device so matmuls inside a loss run in the inputs' (upcast) dtype."""
+    if x.device.type not in _AUTOCAST_DEVICES:
+        yield
+        return
+    with torch.autocast(device_type=x.device.type, enabled=False):
+        yield
+
+
+def check_embeddings(
+    owner: str,
+    name: str,
+    x: object,
+    *,
+    rows: int | None = None,
+    width: int | None = None,
+    like: str | None = None,
+    rows_name: str = "B",
+    min_rows: int = 0,
+) -> Tensor:
+    """Check that ``x`` is a 2-D floating tensor (optionally with ``rows`` rows and ``width`` columns).
+
+    ``owner`` is the objective's name and ``like`` the argument the shape must match; both appear in the
+    message. Returns ``x`` upcast to float32 when it was half precision.
+    """
+    expected = f"({rows_name if rows is None else rows}, {'d' if width is None else width})"
+    suffix = f" matching `{like}`" if like else ""
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{owner}: `{name}` must be a 2-D float tensor of shape {expected}{suffix}; got {type(x).__name__}")
+    if x.dim() != 2:
+        raise ValueError(
+            f"{owner}: `{name}` must be a 2-D float tensor of shape {expected}{suffix}; got shape {tuple(x.shape)}"
+        )
+    if not x.is_floating_point():
+        raise ValueError(f"{owner}: `{name}` must be a floating-point tensor of shape {expected}; got dtype {x.dtype}")
+    if (rows is not None and x.shape[0] != rows) or (width is not None and x.shape[1] != width):
+        raise ValueError(f"{owner}: `{name}` must have shape {expected}{suffix}; got {tuple(x.shape)}")
+    if x.shape[0] < min_rows:
+        raise ValueError(f"{owner}: `{name}` needs at least {min_rows} row(s) of shape {expected}; got {tuple(x.shape)}")
+    return upcast(x)
+
+
+def check_pair(owner: str, name_a: str, a: object, name_b: str, b: object) -> tuple[Tensor, Tensor]:
+    """Check two (B, d) tensors of the same shape (row i of one pairs with row i of the other)."""
+    a = check_embeddings(owner, name_a, a, min_rows=1)
+    b = check_embeddings(owner, name_b, b, rows=a.shape[0], width=a.shape[1], like=name_a)
+    a, b = common_dtype(a, b)
+    return a, b
+
+
+def check_extra(owner: str, name: str, x: object | None, width: int, like: str = "anchors") -> Tensor | None:
+    """Check optional extra candidates (N, d): any number of rows, the width of ``like``."""
+    if x is None:
+        return None
+    return check_embeddings(owner, name, x, width=width, like=like, rows_name="N")
+
+
+def check_labels(owner: str, labels: object, batch: int, name: str = "labels") -> Tensor:
+    """Check a 1-D integer label tensor of length ``batch``."""
+    if not isinstance(labels, Tensor):
+        raise ValueError(f"{owner}: `{name}` must be a 1-D integer tensor of shape ({batch},); got {type(labels).__name__}")
+    if labels.dim() != 1 or labels.shape[0] != batch:
+        raise ValueError(f"{owner}: `{name}` must have shape ({batch},) (one per row); got shape {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"{owner}: `{name}` must be an integer tensor of shape ({batch},); got dtype {labels.dtype}")
+    return labels
+
+
+def common_dtype(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Cast tensors to their promoted floating dtype (e.g. float32 with float64 -> float64)."""
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    return tuple(t.to(dtype) for t in tensors)
+
+
+def check_positive(owner: str, name: str, value: float) -> float:
+    """Check a strictly positive finite hyper-parameter (temperature, margin scale...)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{owner}: `{name}` must be a positive number; got {value!r}")
+    return float(value)
+
+
+def check_non_negative(owner: str, name: str, value: float) -> float:
+    """Check a finite hyper-parameter that is >= 0 (margins, weights)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{owner}: `{name}` must be a number >= 0; got {value!r}")
+    return float(value)
+
+
+def check_choice(owner: str, name: str, value: str, choices: tuple[str, ...]) -> str:
+    """Check a string option against its allowed values."""
+    if value not in choices:
+        raise ValueError(f"{owner}: `{name}` must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def zero_with_grad(*tensors: Tensor) -> Tensor:
+    """A scalar 0 connected to the inputs' graph, for batches where a loss has no term to average.
+
+    Returning a plain ``torch.tensor(0.)`` would make ``loss.backward()`` fail in a training loop; this zero
+    backpropagates (zero) gradients to every input instead.
+    """
+    return sum(t.sum() * 0.0 for t in tensors)  # type: ignore[return-value]

@@ -1,0 +1,61 @@
+"""Decoupled contrastive learning: the positive is removed from InfoNCE's denominator.
+
+DCL (Yeh et al., ECCV 2022, "Decoupled contrastive learning", Eq. 6), in the sentence-embedding form used by
+Nie et al., ICLR 2023 ("On the inadequacy of optimizing alignment and uniformity…", their ``loss.py``): with
+x, y L2-normalised inside (cosine similarity) and the other rows of y as negatives,
+
+    ℓ_i = −s_ii/τ + log Σ_{j≠i} exp(s_ij/τ),     s_ij = x_i·y_j          DCL = mean_i ℓ_i
+
+HingedDCL (Nie et al.'s "DCL+"): the per-sample term is clipped at zero, ``mean_i relu(ℓ_i)`` (the mean is
+over all B rows, clipped rows counting as 0), so pairs whose positive already beats the negatives' soft
+maximum stop pulling.
+
+Unlike InfoNCE, ℓ_i is unbounded below. Yeh et al. also put same-view rows x_j among the negatives; this
+form, like Nie et al.'s, uses only y. A batch of one has no negative: both return 0 (connected to the graph).
+
+Example::
+
+    >>> x, y = torch.randn(16, 32), torch.randn(16, 32)
+    >>> DCL(temperature=0.05)(x, y), HingedDCL(temperature=0.05)(x, y)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .checks import check_pair, full_precision, zero_with_grad
+from .similarity import normalize
+from .temperature import TemperatureLike, check_temperature, temperature_value
+
+
+def dcl_terms(x: Tensor, y: Tensor, tau: Tensor | float) -> Tensor:
+    """Per-row DCL terms ℓ_i (B,) on already-normalised rows; needs B ≥ 2."""
+    logits = (x @ y.T) / tau
+    diagonal = torch.eye(x.shape[0], dtype=torch.bool, device=x.device)
+    negatives = logits.masked_fill(diagonal, float("-inf"))
+    return -logits.diagonal() + torch.logsumexp(negatives, dim=1)
+
+
+class DCL(nn.Module):
+    """Decoupled contrastive loss: InfoNCE without the positive in the denominator."""
+
+    hinged = False
+
+    def __init__(self, temperature: TemperatureLike = 0.05):
+        super().__init__()
+        self.temperature = check_temperature(type(self).__name__, temperature)
+
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        x, y = check_pair(type(self).__name__, "x", x, "y", y)
+        with full_precision(x):
+            if x.shape[0] < 2:
+                return zero_with_grad(x, y)
+            terms = dcl_terms(normalize(x), normalize(y), temperature_value(self.temperature))
+            return (terms.relu() if self.hinged else terms).mean()
+
+
+class HingedDCL(DCL):
+    """DCL with each per-sample term clipped at 0: mean_i relu(ℓ_i)."""
+
+    hinged = True
