@@ -1,0 +1,135 @@
+"""Semantic textual similarity (STS): rank correlation between cosine similarities and human scores.
+
+For each scored pair ``(s1, s2, y)`` the prediction is ``cos(f(s1), f(s2))``; the result is Spearman's
+ρ (and Pearson's r) between predictions and gold scores, ×100 as in the SimCSE / SentEval tables.
+Each distinct sentence is encoded once.
+
+STS12–STS16 come in subsets (e.g. STS12: MSRpar, MSRvid, SMTeuroparl, ...). Two aggregations are in use:
+
+- ``"all"`` (SimCSE, Gao et al. 2021, the default): the subsets of a year are concatenated and one
+  correlation is computed over all their pairs;
+- ``"wmean"`` (SentEval, Conneau & Kiela 2018): the correlation of each subset, averaged with
+  weights proportional to the subset's number of pairs.
+
+Both appear in papers and differ by a few points, so the result names the one used and always lists
+the per-subset numbers.
+
+Example::
+
+    >>> result = evaluate_sts(encoder.encode, pairs, batch_size=64)
+    >>> result["spearman"], result["n"]
+    (82.0, 1500)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+from sklearn.metrics.pairwise import paired_cosine_distances
+
+from contrastext.data.examples import Example
+from contrastext.evaluation.metrics import pearson, spearman
+
+# Any callable ``encode(texts, batch_size=N) -> array (len(texts), dim)``, e.g. ``TextEncoder.encode``.
+EncodeFn = Callable[..., np.ndarray]
+Aggregation = Literal["all", "wmean"]
+AGGREGATIONS: tuple[str, ...] = ("all", "wmean")
+
+
+def embed_unique(encode: EncodeFn, texts: Sequence[str], batch_size: int = 64) -> dict[str, np.ndarray]:
+    """Encode each distinct text once; return ``{text: embedding}`` (float64 rows)."""
+    unique = list(dict.fromkeys(texts))
+    if not unique:
+        return {}
+    embeddings = np.asarray(_to_numpy(encode(unique, batch_size=batch_size)), dtype=np.float64)
+    if embeddings.ndim != 2 or embeddings.shape[0] != len(unique):
+        raise ValueError(
+            f"encode returned shape {tuple(embeddings.shape)} for {len(unique)} texts; "
+            f"expected ({len(unique)}, dim)"
+        )
+    return dict(zip(unique, embeddings, strict=True))
+
+
+def _to_numpy(values) -> np.ndarray:
+    if hasattr(values, "detach"):  # a torch tensor
+        return values.detach().float().cpu().numpy()
+    return np.asarray(values)
+
+
+def check_scored_pairs(pairs: Sequence[Example]) -> None:
+    """Raise ``ValueError`` naming the first example that is not a pair with a numeric score."""
+    if not pairs:
+        raise ValueError("no scored pairs to evaluate")
+    for index, example in enumerate(pairs):
+        if len(example.texts) != 2 or example.label is None:
+            where = example.source or f"example {index}"
+            raise ValueError(
+                f"{where}: STS needs pairs (s1, s2) with a numeric score, got "
+                f"{len(example.texts)} texts and label {example.label!r}"
+            )
+
+
+def cosine_predictions(pairs: Sequence[Example], embeddings: dict[str, np.ndarray]) -> np.ndarray:
+    """Cosine similarity of the two embeddings of every pair."""
+    left = np.stack([embeddings[example.texts[0]] for example in pairs])
+    right = np.stack([embeddings[example.texts[1]] for example in pairs])
+    return 1.0 - paired_cosine_distances(left, right)
+
+
+def correlations(predictions: np.ndarray, scores: Sequence[float]) -> dict[str, float | int]:
+    """``{"spearman", "pearson", "n"}`` with the correlations ×100."""
+    return {
+        "spearman": spearman(predictions, scores, percent=True),
+        "pearson": pearson(predictions, scores, percent=True),
+        "n": len(predictions),
+    }
+
+
+def evaluate_sts(
+    encode: EncodeFn,
+    pairs: Sequence[Example],
+    batch_size: int = 64,
+    subsets: dict[str, Sequence[Example]] | None = None,
+    aggregation: Aggregation = "all",
+) -> dict:
+    """Spearman and Pearson (×100) of cosine similarities against the gold scores.
+
+    Args:
+        encode: ``encode(texts, batch_size=N) -> (len(texts), dim)`` array or tensor.
+        pairs: scored pairs ``Example((s1, s2), label=score)``; ignored when ``subsets`` is given.
+        batch_size: passed to ``encode``.
+        subsets: for STS12–16, ``{subset name: pairs}``. The result then has a ``"subsets"`` entry with the
+            numbers of each, and the headline numbers follow ``aggregation``.
+        aggregation: ``"all"`` (one correlation over the concatenated subsets, SimCSE) or ``"wmean"``
+            (pair-count weighted mean of the subsets' correlations, SentEval).
+
+    Returns:
+        ``{"spearman": float, "pearson": float, "n": int}``; with subsets also ``"aggregation"`` and
+        ``"subsets": {name: {"spearman", "pearson", "n"}}``.
+    """
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}")
+    if subsets:
+        pairs = [example for subset in subsets.values() for example in subset]
+    check_scored_pairs(pairs)
+    texts = [text for example in pairs for text in example.texts]
+    embeddings = embed_unique(encode, texts, batch_size=batch_size)
+    if not subsets:
+        return correlations(cosine_predictions(pairs, embeddings), [float(e.label) for e in pairs])
+
+    per_subset = {
+        name: correlations(cosine_predictions(subset, embeddings), [float(e.label) for e in subset])
+        for name, subset in subsets.items()
+    }
+    if aggregation == "all":
+        headline = correlations(cosine_predictions(pairs, embeddings), [float(e.label) for e in pairs])
+    else:
+        total = sum(result["n"] for result in per_subset.values())
+        headline = {
+            key: float(sum(result[key] * result["n"] for result in per_subset.values()) / total)
+            for key in ("spearman", "pearson")
+        }
+        headline["n"] = total
+    return {**headline, "aggregation": aggregation, "subsets": per_subset}
