@@ -98,7 +98,9 @@ class InfoNCE(nn.Module):
         tau = temperature_value(self.temperature)
         candidates = positives if negatives is None else torch.cat([positives, negatives], dim=0)
         logits = pairwise_similarity(anchors, candidates, self.similarity) / tau
-        logits = logits + self._hard_negative_bias(logits)
+        bias = self._hard_negative_bias(logits)
+        if bias is not None:  # skipping the addition avoids a copy of the B×C logits
+            logits = logits + bias
         mask = self._duplicate_mask(positives, candidates, positive_ids)
         if mask is not None:
             logits = logits.masked_fill(mask, float("-inf"))
@@ -112,11 +114,11 @@ class InfoNCE(nn.Module):
             backward_logits = backward_logits.masked_fill(backward_mask, float("-inf"))
         return (loss + F.cross_entropy(backward_logits, targets)) / 2
 
-    def _hard_negative_bias(self, logits: Tensor) -> Tensor | float:
-        """SimCSE's weight matrix: w at columns B + m·B + i of row i, 0 elsewhere."""
+    def _hard_negative_bias(self, logits: Tensor) -> Tensor | None:
+        """SimCSE's weight matrix: w at columns B + m·B + i of row i, 0 elsewhere (None when w = 0)."""
         batch, columns = logits.shape
         if self.hard_negative_weight == 0.0 or columns == batch:
-            return 0.0
+            return None
         blocks = columns // batch
         own = torch.eye(batch, dtype=torch.bool, device=logits.device).repeat(1, blocks)
         own[:, :batch] = False
