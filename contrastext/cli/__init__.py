@@ -22,7 +22,13 @@ app = typer.Typer(
 
 def _register_commands() -> None:
     # Imported for their side effect: each module adds its command to `app`.
-    from contrastext.cli import encode_command, eval_command, plot_command  # noqa: F401
+    from contrastext.cli import (  # noqa: F401
+        demo_command,
+        encode_command,
+        eval_command,
+        plot_command,
+        train_command,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,89 @@
+"""``contrastext train``: run a recipe (YAML) with ``--set`` overrides; print where outputs go and the metrics.
+
+Example::
+
+    contrastext train recipes/simcse-unsup.yaml --set train.max_steps=500 --output runs/simcse \\
+        --data-root ../shared/data
+    contrastext train recipes/simcse-unsup.yaml --output runs/simcse --resume   # continue a killed run
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from contrastext.cli import app
+from contrastext.data.root import resolve_data_root
+
+SET_HELP = (
+    "Override one config key: dotted KEY=VALUE, the value read as YAML (e.g. train.max_steps=10, "
+    "method_args.temperature=0.1, eval.tasks=[stsb:dev]). Repeat for several keys."
+)
+
+
+def prepare(recipe: Path, overrides: list[str], output: Path | None):
+    """Load and fully validate the recipe (config sections, method name, method_args) before any work."""
+    from contrastext.methods.registry import get_method_spec, parse_method_args
+    from contrastext.training.config import load_config
+
+    config = load_config(recipe, overrides)
+    if output is not None:
+        config.output_dir = str(output)
+    parse_method_args(get_method_spec(config.method), config)
+    return config
+
+
+def print_summary(summary: dict) -> None:
+    """The final metrics, one per line, then where the outputs are."""
+    metrics = summary.get("metrics") or {}
+    if metrics:
+        typer.echo("final metrics (best checkpoint):")
+        for name, value in sorted(metrics.items()):
+            shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+            typer.echo(f"  {name}: {shown}")
+    for key in ("best_model_dir", "final_model_dir", "log_path", "summary_file"):
+        if summary.get(key):
+            typer.echo(f"{key.replace('_', ' ')}: {summary[key]}")
+
+
+@app.command("train")
+def train_command(
+    recipe: Annotated[Path, typer.Argument(help="Recipe YAML, e.g. recipes/simcse-unsup.yaml.")],
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Output folder; replaces the recipe's output_dir.")
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue from the last complete checkpoint in the output folder (same config); "
+            "starts from scratch when there is none.",
+        ),
+    ] = False,
+    data_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-root", help="Benchmark data folder (holding stsb/, glue/, wiki1m/...); default $CONTRASTEXT_DATA."
+        ),
+    ] = None,
+) -> None:
+    """Train a recipe: validate it, print where outputs go, train, evaluate the best checkpoint, print metrics.
+
+    Outputs: config.yaml, train_log.jsonl (draw it with `contrastext plot OUTPUT`), checkpoints/, best/encoder
+    (a sentence-transformers folder), final/encoder and metrics.json.
+    """
+    from contrastext.methods.registry import run_recipe
+
+    config = prepare(recipe, list(overrides or []), output)
+    root = resolve_data_root(data_root)
+    action = "resuming" if resume else "training"
+    typer.echo(f"{action} {config.method} from {config.model}; outputs in {config.output_dir}")
+    summary = run_recipe(config, root, resume=resume)
+    print_summary(summary)
+    written = Path(config.output_dir) / "metrics.json"
+    if written.is_file():
+        typer.echo(f"metrics written to {written}")
+

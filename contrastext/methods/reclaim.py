@@ -1,0 +1,133 @@
+"""RECLAIM: classification fine-tuning regularised by a Wasserstein-constrained critic with active negatives.
+
+"Towards robust and efficient contrastive textual representation learning" (ICLR 2021 submission,
+"RECLAIM"). Two feature levels of the same input: u = the encoder's last-layer ``[CLS]`` vector and
+v = the embedded input text (the word-embedding layer's output, mean-pooled over the real tokens,
+``EncoderOutput.input_embeddings``). A critic g(u, v) ∈ (0, 1) with spectral-normalised layers
+(1-Lipschitz before its sigmoid: :class:`contrastext.objectives.critic.WassersteinCritic`) tells matching
+pairs from negatives, an NCE lower bound on their mutual information (paper Eq. 3/6):
+
+    L_ANS = log g(u_i, v_i) + mean_{v'∈N_v(i)} log(1 − g(u_i, v')) + mean_{u'∈N_u(i)} log(1 − g(u', v_i))
+
+Active negative selection (ANS): N_v(i) are the K entries of a memory bank B_v nearest (cosine) to v_i,
+excluding i's own row, and N_u(i) likewise from B_u; both banks hold one entry per training example,
+updated after each optimiser step by ũ ← (1 − ρ)·u + ρ·ũ (ρ = ``momentum``).
+
+Sign convention. The paper maximises L_ANS: total = L_task − λ·L_ANS. Our part ``ans`` is the loss to
+MINIMISE, ``ans = −L_ANS`` (:class:`contrastext.objectives.ans.ANS`, a CriticNCE loss ≥ 0), so the trainer's
+total is ``task + λ·ans`` with ``loss_weights = {"task": 1, "ans": λ}``, λ = 0.1. Encoder, head and
+critic all minimise it (the critic is trained jointly, as in the paper).
+
+Ablations (``method_args.negatives``): ``topk`` (ANS, the paper's method), ``in_batch`` (the other rows
+of the batch, no banks searched), ``random`` (negatives from a random ``random_fraction`` = 80 % of the
+bank instead of the nearest ones).
+
+Example::
+
+    >>> config = load_config("recipes/reclaim.yaml", ["train.max_steps=3", "data.limit=64", "method_args.k=4"])
+    >>> metrics = run_recipe(config, data_root=Path("../shared/data"))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import Field
+from torch import Tensor
+
+from contrastext.errors import ConfigError
+from contrastext.methods.classification_common import (
+    ClassificationArgs,
+    ClassificationMethod,
+    build_encoder,
+    load_classification_data,
+    make_evaluator,
+)
+from contrastext.methods.registry import MethodBundle, MethodSpec
+
+
+class ReclaimArgs(ClassificationArgs):
+    """``method_args`` of the ``reclaim`` recipe."""
+
+    lam: float = Field(default=0.1, ge=0, description="λ: weight of the ans part (loss = task + λ·ans)")
+    k: int = Field(default=100, gt=0, description="K nearest negatives per example and per bank (topk)")
+    momentum: float = Field(default=0.5, ge=0, lt=1, description="ρ of the bank update ũ ← (1 − ρ)u + ρũ")
+    negatives: Literal["topk", "in_batch", "random"] = Field(default="topk", description="ablation of ANS")
+    random_fraction: float = Field(default=0.8, gt=0, le=1, description="share of the bank for negatives=random")
+    search: Literal["exact", "faiss"] = Field(default="exact", description="top-K search over the banks")
+    critic_hidden: int = Field(default=64, gt=0, description="width of the critic's layers")
+
+
+def mean_pool(token_vectors: Tensor, attention_mask: Tensor) -> Tensor:
+    """Mean of ``token_vectors`` (B, T, d) over the positions where ``attention_mask`` is 1."""
+    mask = attention_mask.unsqueeze(-1).to(token_vectors.dtype)
+    return (token_vectors * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+class ReclaimMethod(ClassificationMethod):
+    """Encoder + head + critic + two memory banks; parts ``task`` and ``ans``."""
+
+    def __init__(self, encoder, task, max_length: int, num_train: int, args: ReclaimArgs):
+        super().__init__(encoder, task, max_length, head_dropout=args.head_dropout)
+        from contrastext.objectives.ans import ANS
+        from contrastext.objectives.critic import WassersteinCritic
+
+        width = encoder.hidden_size
+        if args.negatives == "topk" and args.k >= num_train:
+            raise ConfigError(
+                f"method_args.k: {args.k} nearest negatives need more than {args.k} training examples, "
+                f"got {num_train}; lower method_args.k or train on more examples"
+            )
+        self.ans = ANS(
+            WassersteinCritic(width, width, hidden=args.critic_hidden),
+            bank_size=num_train,
+            dim_u=width,
+            dim_v=width,
+            k=args.k,
+            momentum=args.momentum,
+            search=args.search,
+            mode=args.negatives,
+            random_fraction=args.random_fraction,
+        )
+        self.loss_weights = {"task": 1.0, "ans": args.lam}
+        self._pending: list[tuple[Tensor, Tensor, Tensor]] = []
+
+    def features(self, batch: dict) -> tuple[Tensor, Tensor, Tensor]:
+        """``(logits, u, v)``: head output, the ``[CLS]`` vector u and the mean input embedding v."""
+        output = self.encode_batch(batch)
+        u = output.pooled
+        v = mean_pool(output.input_embeddings, batch["attention_mask"])
+        return self.head(u), u, v
+
+    def forward(self, batch: dict) -> dict[str, Tensor]:
+        indices = batch["indices"]
+        if bool((indices < 0).any()):
+            raise ValueError("RECLAIM trains on IndexedExample rows (its memory banks are addressed by index)")
+        logits, u, v = self.features(batch)
+        parts = {"task": self.task_loss(logits, batch["labels"]), "ans": self.ans(u, v, indices)}
+        if self.training:
+            self._pending.append((indices.detach(), u.detach(), v.detach()))
+        return parts
+
+    @torch.no_grad()
+    def after_step(self) -> None:
+        """Momentum update of both banks with the features of every forward since the last step."""
+        for indices, u, v in self._pending:
+            self.ans.update(indices, u, v)
+        self._pending.clear()
+
+
+def build(config, args: ReclaimArgs, data_root: Path | None) -> MethodBundle:
+    """One RECLAIM fine-tuning run on ``data.task`` (banks sized to the training set)."""
+    data = load_classification_data(config, args, data_root, seed=config.seed)
+    method = ReclaimMethod(
+        build_encoder(config, args), data.task, max_length=config.data.max_length, num_train=len(data.train), args=args
+    )
+    evaluator = make_evaluator(data.eval, data.task, batch_size=config.eval.batch_size)
+    description = dict(data.description)
+    return MethodBundle(method, list(data.train), evaluator, final_report=lambda _method: description)
+
+
+SPEC = MethodSpec(name="reclaim", args_model=ReclaimArgs, build=build)

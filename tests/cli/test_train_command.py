@@ -1,0 +1,109 @@
+"""``contrastext train`` end to end (in-process through ``main``): overrides, outputs, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import contrastext.cli.train_command  # noqa: F401  (registers the command until cli/__init__ imports it)
+from contrastext.cli import main
+
+RECIPE = str(Path(__file__).resolve().parents[2] / "recipes" / "simcse-unsup.yaml")
+FAST = [
+    "train.max_steps=2",
+    "train.epochs=null",
+    "train.batch_size=4",
+    "train.eval_every=2",
+    "train.save_every=null",
+    "train.progress_bar=false",
+    "train.tensorboard=false",
+    "data.limit=16",
+    "eval.limit=20",
+]
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    captured = capsys.readouterr()
+    code = exit_info.value.code
+    return (0 if code is None else code), captured.out, captured.err
+
+
+def with_sets(*overrides: str) -> list[str]:
+    return [argument for override in overrides for argument in ("--set", override)]
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory, minilm_path) -> str:
+    from contrastext.models.encoder import TextEncoder
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+    TextEncoder.from_config(shape, minilm_path, pooling="cls").save(folder)
+    return str(folder)
+
+
+def test_train_runs_a_recipe_with_overrides_and_prints_outputs(tmp_path, tiny_path, data_root, capsys):
+    output = tmp_path / "run"
+    argv = ["train", RECIPE, *with_sets(*FAST, f"model={tiny_path}"), "--output", str(output)]
+    code, stdout, stderr = run([*argv, "--data-root", str(data_root)], capsys)
+    assert code == 0, stderr
+    assert f"outputs in {output}" in stdout
+    assert "stsb_dev_spearman" in stdout
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["last_step"] == 2 and "stsb_dev_spearman" in metrics["metrics"]
+    assert (output / "best" / "encoder" / "modules.json").is_file()
+
+    # --resume on a finished run: nothing left to do, the same metrics come back
+    code, stdout, stderr = run([*argv, "--data-root", str(data_root), "--resume"], capsys)
+    assert code == 0, stderr
+    assert "resuming simcse-unsup" in stdout
+    assert json.loads((output / "metrics.json").read_text())["last_step"] == 2
+
+
+def one_line_error(code: int, stderr: str) -> str:
+    assert code == 2
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    return lines[0]
+
+
+def test_a_bad_override_key_exits_2_naming_key_and_file(tmp_path, data_root, capsys):
+    argv = ["train", RECIPE, *with_sets("train.max_stepz=3"), "--output", str(tmp_path), "--data-root", str(data_root)]
+    message = one_line_error(*run(argv, capsys)[::2])
+    assert "train.max_stepz" in message and "simcse-unsup.yaml" in message and "--set" in message
+
+
+def test_a_bad_method_arg_exits_2_naming_key_and_file(tmp_path, data_root, capsys):
+    argv = ["train", RECIPE, *with_sets("method_args.temprature=0.1"), "--data-root", str(data_root)]
+    message = one_line_error(*run(argv, capsys)[::2])
+    assert "method_args.temprature" in message and "simcse-unsup.yaml" in message
+
+
+def test_an_unknown_method_and_a_missing_recipe_exit_2(tmp_path, data_root, capsys):
+    argv = ["train", RECIPE, *with_sets("method=simclr"), "--data-root", str(data_root)]
+    message = one_line_error(*run(argv, capsys)[::2])
+    assert "simclr" in message and "simcse-unsup" in message
+    message = one_line_error(*run(["train", str(tmp_path / "nope.yaml")], capsys)[::2])
+    assert "nope.yaml" in message
+
+
+def test_the_demo_config_is_a_valid_simcse_unsup_recipe(tmp_path):
+    from contrastext.cli.demo_command import METRIC, demo_config
+    from contrastext.methods.registry import get_method_spec
+
+    config = demo_config(tmp_path, steps=7, batch_size=32, seed=1)
+    args = config.method_args_as(get_method_spec(config.method).args_model)
+    assert config.method == "simcse-unsup" and config.train.max_steps == 7 and config.train.eval_every == 7
+    assert config.train.metric_for_best == METRIC and args.pooling == "cls" and args.mlp == "train"
+
+
+def test_the_demo_verdict_says_which_way_it_went():
+    from contrastext.cli.demo_command import verdict
+
+    assert "raised" in verdict(79.0, 81.0, 86.0) and "below" in verdict(79.0, 81.0, 86.0)
+    assert "LOWERED" in verdict(81.0, 79.0, 86.0)
+    assert "unchanged" in verdict(80.0, 80.1, 79.0) and "above" in verdict(80.0, 80.1, 79.0)

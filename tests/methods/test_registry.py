@@ -1,0 +1,60 @@
+"""The recipe registry: names, lazy specs, model resolution and its errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contrastext.errors import ConfigError, UnknownNameError
+from contrastext.methods.registry import (
+    METHOD_MODULES,
+    MethodSpec,
+    get_method_spec,
+    method_names,
+    resolve_model,
+)
+from contrastext.training.config import load_config
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def test_unknown_method_lists_the_known_ones():
+    with pytest.raises(UnknownNameError) as error:
+        get_method_spec("simcse-unsupervised")
+    message = str(error.value)
+    assert "simcse-unsupervised" in message
+    for name in ("simcse-unsup", "simcse-sup", "gd", "scl", "reclaim", "capt", "multitask"):
+        assert name in message
+
+
+@pytest.mark.parametrize("name", ["simcse-unsup", "simcse-sup", "gd"])
+def test_specs_are_found_by_name(name):
+    spec = get_method_spec(name)
+    assert isinstance(spec, MethodSpec) and spec.name == name
+    assert name in method_names() and METHOD_MODULES[name].startswith("contrastext.methods.")
+
+
+@pytest.mark.parametrize("recipe", ["simcse-unsup", "simcse-sup", "gd"])
+def test_recipes_validate_with_their_method_args(recipe):
+    config = load_config(RECIPES / f"{recipe}.yaml")
+    spec = get_method_spec(config.method)
+    assert config.method == recipe and config.model == "bundled:all-MiniLM-L6-v2"
+    config.method_args_as(spec.args_model)  # no error
+
+
+def test_bundled_model_resolves_to_the_package_folder(minilm_path):
+    assert resolve_model("bundled:all-MiniLM-L6-v2") == minilm_path
+    assert resolve_model(minilm_path) == minilm_path
+    assert resolve_model("sentence-transformers/all-mpnet-base-v2") == "sentence-transformers/all-mpnet-base-v2"
+
+
+def test_unknown_bundled_model_lists_the_bundled_ones():
+    with pytest.raises(UnknownNameError, match="bundled:all-MiniLM-L6-v2"):
+        resolve_model("bundled:bert-base-uncased")
+
+
+def test_a_wrongly_typed_method_arg_names_the_override(tmp_path):
+    config = load_config(RECIPES / "gd.yaml", ["method_args.loss=hinge"])
+    with pytest.raises(ConfigError, match=r"--set method_args\.loss .*gd\.yaml.*method_args\.loss"):
+        config.method_args_as(get_method_spec("gd").args_model)
