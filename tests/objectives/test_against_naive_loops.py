@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import naive_objectives as naive
 import pytest
 import torch
 
@@ -21,6 +20,7 @@ from contrastext.objectives import (
     TripletMargin,
     Uniformity,
 )
+from tests.objectives import naive_objectives as naive
 
 DTYPES = [torch.float32, torch.float64]
 TOLERANCE = {torch.float32: dict(rel=1e-4, abs=1e-4), torch.float64: dict(rel=1e-9, abs=1e-9)}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import naive_objectives as naive
 import pytest
 import torch
 import torch.nn.functional as F
@@ -17,6 +16,7 @@ from contrastext.objectives import (
     LearnableTemperature,
     pairwise_similarity,
 )
+from tests.objectives import naive_objectives as naive
 
 
 def test_pairwise_similarity_cos_and_dot():

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import torch
-from _tiny_training import build, make_config, sentences
 
 from contrastext.training.checkpoint import latest_checkpoint
 from contrastext.training.logging import read_log
 from contrastext.training.trainer import Trainer
+from tests.training._tiny_training import build, make_config, sentences
 
 SCRIPT = Path(__file__).with_name("_tiny_training.py")
 REPO = Path(__file__).resolve().parents[2]

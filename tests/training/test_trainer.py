@@ -6,12 +6,12 @@ import json
 
 import pytest
 import torch
-from _tiny_training import build, make_config, sentences
 
 from contrastext.errors import ConfigError
 from contrastext.training.checkpoint import load_method_state
 from contrastext.training.logging import read_log
 from contrastext.training.trainer import Trainer, resolve_mixed_precision
+from tests.training._tiny_training import build, make_config, sentences
 
 
 def _losses(output_dir):
