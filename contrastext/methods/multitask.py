@@ -41,7 +41,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +59,7 @@ from contrastext.errors import ConfigError
 from contrastext.evaluation.metrics import accuracy, pearson
 from contrastext.methods.base import Method
 from contrastext.methods.pcgrad import pcgrad_surrogate
-from contrastext.methods.registry import MethodBundle, MethodSpec, resolve_model
+from contrastext.methods.registry import MethodBundle, MethodSpec, resolve_model, run_training
 from contrastext.models.heads import ClassificationHead, PairHead
 from contrastext.models.projection import DenseLayer
 from contrastext.training.seeding import derive_seed
@@ -361,35 +360,12 @@ def simcse_prestep(config, args: MultitaskArgs, encoder, examples: Sequence[Exam
 
 
 def run(config, args: MultitaskArgs, data_root: Path | None, resume: bool = False) -> dict:
-    """(SimCSE pre-step,) multi-task training with the task sampler, best weights' metrics in metrics.json."""
-    from contrastext.training.checkpoint import load_method_state
-    from contrastext.training.trainer import Trainer
-
+    """(SimCSE pre-step,) then multi-task training with the task sampler; best weights' metrics in metrics.json."""
     bundle = build(config, args, data_root)
-    method = bundle.method
     if args.simcse_steps:
-        simcse_prestep(config, args, method.encoder, bundle.train_examples, resume)
-    sampler = batch_sampler(config, args, task_sizes(bundle.train_examples))
-    trainer = Trainer(method, bundle.train_examples, config, evaluator=bundle.evaluator, batch_sampler=sampler)
-    result = trainer.train(resume=resume)
-    if result.best_checkpoint is not None:
-        load_method_state(method, result.best_checkpoint)
-    method.eval()
-    summary = {
-        "method": config.method,
-        "output_dir": str(config.output_dir),
-        "metric_for_best": config.train.metric_for_best,
-        "best_metric": result.best_metric,
-        "best_step": result.best_step,
-        "last_step": result.last_step,
-        "log_path": str(result.log_path) if result.log_path else None,
-        "metrics": bundle.evaluator(method),
-        "report": bundle.final_report(method),
-    }
-    path = Path(config.output_dir) / "metrics.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    return summary
+        simcse_prestep(config, args, bundle.method.encoder, bundle.train_examples, resume)
+    bundle.batch_sampler = batch_sampler(config, args, task_sizes(bundle.train_examples))
+    return run_training(config, bundle, resume=resume)
 
 
 SPEC = MethodSpec(name="multitask", args_model=MultitaskArgs, build=build, run=run)

@@ -52,6 +52,7 @@ class MethodBundle:
     train_examples: list[Example]
     evaluator: Callable[[Any], dict[str, float]] | None
     final_report: Callable[[Any], dict] | None = None
+    batch_sampler: Any = None  # optional: a sampler with ``batches(epoch)`` (multi-task sampling)
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,13 @@ def run_training(config, bundle: MethodBundle, resume: bool = False) -> dict:
     """
     from contrastext.training.trainer import Trainer
 
-    trainer = Trainer(bundle.method, bundle.train_examples, config, evaluator=bundle.evaluator)
+    trainer = Trainer(
+        bundle.method,
+        bundle.train_examples,
+        config,
+        evaluator=bundle.evaluator,
+        batch_sampler=bundle.batch_sampler,
+    )
     result = trainer.train(resume=resume)
     reuse = result.best_step is not None and result.best_step == result.last_step and result.last_metrics
     if not reuse:
