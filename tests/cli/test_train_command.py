@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import contrastext.cli.train_command  # noqa: F401  (registers the command until cli/__init__ imports it)
-from contrastext.cli import main
+from tests.cli.cli_runs import run
 
 RECIPE = str(Path(__file__).resolve().parents[2] / "recipes" / "simcse-unsup.yaml")
 FAST = [
@@ -24,31 +22,13 @@ FAST = [
 ]
 
 
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    captured = capsys.readouterr()
-    code = exit_info.value.code
-    return (0 if code is None else code), captured.out, captured.err
-
-
 def with_sets(*overrides: str) -> list[str]:
     return [argument for override in overrides for argument in ("--set", override)]
 
 
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory, minilm_path) -> str:
-    from contrastext.models.encoder import TextEncoder
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    TextEncoder.from_config(shape, minilm_path, pooling="cls").save(folder)
-    return str(folder)
-
-
-def test_train_runs_a_recipe_with_overrides_and_prints_outputs(tmp_path, tiny_path, data_root, capsys):
+def test_train_runs_a_recipe_with_overrides_and_prints_outputs(tmp_path, tiny_bert_path, data_root, capsys):
     output = tmp_path / "run"
-    argv = ["train", RECIPE, *with_sets(*FAST, f"model={tiny_path}"), "--output", str(output)]
+    argv = ["train", RECIPE, *with_sets(*FAST, f"model={tiny_bert_path}"), "--output", str(output)]
     code, stdout, stderr = run([*argv, "--data-root", str(data_root)], capsys)
     assert code == 0, stderr
     assert f"outputs in {output}" in stdout

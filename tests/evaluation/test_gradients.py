@@ -19,13 +19,7 @@ TAU = 0.1
 BATCH, DIM = 8, 32
 
 
-@pytest.fixture(autouse=True, scope="module")
-def single_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP spinning on a shared machine (restored after)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("single_torch_thread")  # tiny tensors: one intra-op thread
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,9 +14,8 @@ from contrastext.methods.capt import CAPTArgs, CAPTMethod, build, build_capt_enc
 from contrastext.methods.registry import run_recipe, run_training
 from contrastext.objectives.capt import CAPT
 from contrastext.objectives.temperature import InvertedTriangleTemperature
-from contrastext.training.config import load_config
+from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
 
-RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 TINY = [
     "method_args.backbone.hidden_size=64",
     "method_args.backbone.num_hidden_layers=2",
@@ -27,15 +25,7 @@ TINY = [
     "method_args.queue_size=64",
 ]
 FAST = [
-    "train.max_steps=3",
-    "train.batch_size=8",
-    "train.lr=1e-3",
-    "train.warmup_ratio=0",
-    "train.eval_every=null",
-    "train.save_every=null",
-    "train.log_every=1",
-    "train.progress_bar=false",
-    "train.tensorboard=false",
+    *train_overrides(max_steps=3, batch_size=8, lr="1e-3", warmup_ratio=0, eval_every=None),
     "data.max_length=32",
     "data.limit=64",
     "eval.limit=32",
@@ -46,8 +36,8 @@ FAST = [
 ]
 
 
-def tiny_config(tmp_path, minilm_path, *overrides: str, recipe: str = "capt.yaml"):
-    return load_config(RECIPES / recipe, [f"output_dir={tmp_path}", f"model={minilm_path}", *FAST, *TINY, *overrides])
+def tiny_config(tmp_path, minilm_path, *overrides: str, recipe: str = "capt"):
+    return recipe_config(recipe, tmp_path, minilm_path, *FAST, *TINY, *overrides)
 
 
 def args_of(config) -> CAPTArgs:
@@ -67,7 +57,7 @@ def test_pretrain_fills_the_queue_follows_the_schedule_and_learns(tmp_path, mini
     assert len(method.queue) == min(4 * 2 * 8, 64)  # s and ŝ of every step, capacity 64
     assert int(method.temperature.step) == 4
     assert method.temperature.value() == pytest.approx(abs(4 - 4 / 2) / 4 + 0.05)
-    log = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    log = read_log(tmp_path)
     assert [record["step"] for record in log] == [1, 2, 3, 4]
     for record in log:
         assert math.isfinite(record["loss/mlm"]) and math.isfinite(record["loss/capt"])
@@ -128,13 +118,12 @@ def test_run_pretrains_then_finetunes_on_glue(tmp_path, minilm_path, data_root):
     assert saved["metrics"] == pytest.approx(metrics)
     assert (tmp_path / "pretrain" / "metrics.json").is_file()
     assert (tmp_path / "finetune-sst2" / "metrics.json").is_file()
-    ft_log = [json.loads(line) for line in (tmp_path / "finetune-sst2" / "train_log.jsonl").read_text().splitlines()]
+    ft_log = read_log(tmp_path / "finetune-sst2")
     assert all(math.isfinite(record["loss/ce"]) for record in ft_log)
 
 
 def test_continued_pretraining_loads_minilm_weights_with_a_fresh_mlm_head(tmp_path, minilm_path, data_root):
-    config = load_config(RECIPES / "capt-continued.yaml", [f"output_dir={tmp_path}", f"model={minilm_path}",
-                                                           *FAST, "method_args.queue_size=16"])
+    config = recipe_config("capt-continued", tmp_path, minilm_path, *FAST, "method_args.queue_size=16")
     args = args_of(config)
     encoder = build_capt_encoder(config, args)
     from transformers import AutoModel

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -20,47 +19,27 @@ from contrastext.objectives import (
     MarginEuclidean,
     MarginProduct,
 )
-from contrastext.training.config import load_config
+from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "gd.yaml"
 DIAGNOSTICS = ("align", "uniform", "grad_alignment", "grad_uniformity")
 FAST = [
-    "train.max_steps=3",
-    "train.epochs=null",
-    "train.batch_size=8",
-    "train.lr=1e-3",
-    "train.eval_every=3",
-    "train.save_every=null",
-    "train.log_every=1",
-    "train.progress_bar=false",
-    "train.tensorboard=false",
+    *train_overrides(max_steps=3, epochs=None, batch_size=8, lr="1e-3", eval_every=3),
     "data.limit=48",
     "eval.limit=60",
     "method_args.diagnostic_batch_size=8",
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory, minilm_path) -> str:
-    """A randomly initialised 2-layer, 32-wide BERT with MiniLM's vocabulary: end-to-end runs stay fast."""
-    from contrastext.models.encoder import TextEncoder
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    TextEncoder.from_config(shape, minilm_path, pooling="cls").save(folder)
-    return str(folder)
-
-
 def config_for(tmp_path: Path, model: str, *overrides: str):
-    return load_config(RECIPE, [f"output_dir={tmp_path}", f"model={model}", *FAST, *overrides])
+    return recipe_config("gd", tmp_path, model, *FAST, *overrides)
 
 
 @pytest.mark.parametrize("loss", ["margin_euclidean", "dcl"])
-def test_three_steps_log_the_loss_and_the_diagnostics(loss, tmp_path, tiny_path, data_root):
-    config = config_for(tmp_path, tiny_path, f"method_args.loss={loss}")
+def test_three_steps_log_the_loss_and_the_diagnostics(loss, tmp_path, tiny_bert_path, data_root):
+    config = config_for(tmp_path, tiny_bert_path, f"method_args.loss={loss}")
     summary = run_recipe(config, data_root)
 
-    records = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    records = read_log(tmp_path)
     assert [record["step"] for record in records] == [1, 2, 3]
     assert all(math.isfinite(record[f"loss/{loss}"]) for record in records)
     for key in (*DIAGNOSTICS, "stsb_dev_spearman"):
@@ -71,7 +50,7 @@ def test_three_steps_log_the_loss_and_the_diagnostics(loss, tmp_path, tiny_path,
     assert metrics["grad_alignment"] > 0 and metrics["grad_uniformity"] >= 0
 
 
-def test_every_loss_name_builds_its_objective_and_gives_a_finite_part(tmp_path, tiny_path, data_root):
+def test_every_loss_name_builds_its_objective_and_gives_a_finite_part(tmp_path, tiny_bert_path, data_root):
     expected = {
         "infonce": InfoNCE,
         "align_uniform": AlignUniform,
@@ -81,7 +60,7 @@ def test_every_loss_name_builds_its_objective_and_gives_a_finite_part(tmp_path, 
         "margin_angle": MarginAngle,
         "margin_product": MarginProduct,
     }
-    config = config_for(tmp_path, tiny_path, "eval.tasks=[]", "method_args.geometry=false")
+    config = config_for(tmp_path, tiny_bert_path, "eval.tasks=[]", "method_args.geometry=false")
     bundle = build(config, GDArgs(), data_root)
     batch = bundle.method.collate(bundle.train_examples[:8])
     for name, cls in expected.items():
@@ -93,8 +72,8 @@ def test_every_loss_name_builds_its_objective_and_gives_a_finite_part(tmp_path, 
         assert part.dim() == 0 and math.isfinite(part.item()), name
 
 
-def test_gradient_diagnostics_are_repeatable_and_leave_the_rng_alone(tmp_path, tiny_path, data_root):
-    config = config_for(tmp_path, tiny_path, "eval.tasks=[]")
+def test_gradient_diagnostics_are_repeatable_and_leave_the_rng_alone(tmp_path, tiny_bert_path, data_root):
+    config = config_for(tmp_path, tiny_bert_path, "eval.tasks=[]")
     bundle = build(config, config.method_args_as(GDArgs), data_root)
     bundle.method.eval()
     state = torch.get_rng_state()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,21 +16,11 @@ from contrastext.methods.multitask import (
 )
 from contrastext.methods.pcgrad import pcgrad
 from contrastext.methods.registry import run_recipe
-from contrastext.training.config import load_config
+from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "multitask.yaml"
 TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
 FAST = [
-    "train.epochs=null",
-    "train.max_steps=3",
-    "train.batch_size=4",
-    "train.lr=1e-4",
-    "train.warmup_ratio=0",
-    "train.eval_every=null",
-    "train.save_every=null",
-    "train.log_every=1",
-    "train.progress_bar=false",
-    "train.tensorboard=false",
+    *train_overrides(epochs=None, max_steps=3, batch_size=4, lr="1e-4", warmup_ratio=0, eval_every=None),
     "data.max_length=24",
     "data.limit=4",  # one batch per task: sequential and round-robin visit all three in 3 steps
     "eval.limit=12",
@@ -40,27 +28,17 @@ FAST = [
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, minilm_path) -> str:
-    """A randomly initialised 2-layer, 64-wide BERT with all-MiniLM-L6-v2's vocabulary, saved once.
+def tiny_bert(make_tiny_bert) -> str:
+    """A randomly initialised 2-layer, 64-wide BERT with all-MiniLM-L6-v2's vocabulary (tests/conftest.py).
 
     The tests check the mechanics (samplers, parts, PCGrad, pre-step), not scores; a tiny backbone keeps
     them within budget on 2 shared CPU cores. The recipe's default model is all-MiniLM-L6-v2.
     """
-    from contrastext.models.encoder import TextEncoder
-
-    config = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-bert") / "model"
-    TextEncoder.from_config(config, minilm_path, pooling="cls").save(folder)
-    return str(folder)
+    return make_tiny_bert(hidden_size=64)
 
 
 def fast_config(tmp_path, model_path, *overrides: str):
-    return load_config(RECIPE, [f"output_dir={tmp_path}", f"model={model_path}", *FAST, *overrides])
-
-
-def read_log(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
+    return recipe_config("multitask", tmp_path, model_path, *FAST, *overrides)
 
 
 @pytest.mark.parametrize("sampling", ["sequential", "round_robin", "proportional"])

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,20 +10,10 @@ import torch
 from contrastext.errors import ConfigError
 from contrastext.methods.reclaim import ReclaimArgs, build, mean_pool
 from contrastext.methods.registry import get_method_spec, run_training
-from contrastext.training.config import load_config
-
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "reclaim.yaml"
+from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
 
 FAST = [
-    "train.max_steps=3",
-    "train.batch_size=8",
-    "train.lr=1e-4",
-    "train.warmup_ratio=0",
-    "train.eval_every=null",
-    "train.save_every=null",
-    "train.log_every=1",
-    "train.progress_bar=false",
-    "train.tensorboard=false",
+    *train_overrides(max_steps=3, batch_size=8, lr="1e-4", warmup_ratio=0, eval_every=None),
     "data.max_length=32",
     "data.limit=64",
     "eval.limit=16",
@@ -33,29 +21,14 @@ FAST = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory, minilm_path) -> str:
-    """A randomly initialised 2-layer, 32-wide BERT with MiniLM's vocabulary: end-to-end runs stay fast."""
-    from contrastext.models.encoder import TextEncoder
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    TextEncoder.from_config(shape, minilm_path, pooling="cls").save(folder)
-    return str(folder)
-
-
 def config_and_args(tmp_path, model_path, *overrides: str):
-    config = load_config(RECIPE, [f"output_dir={tmp_path}", f"model={model_path}", *FAST, *overrides])
+    config = recipe_config("reclaim", tmp_path, model_path, *FAST, *overrides)
     return config, config.method_args_as(get_method_spec("reclaim").args_model)
 
 
-def read_log(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
-
-
-def test_topk_run_moves_the_banks_of_seen_examples(tmp_path, tiny_path, data_root):
+def test_topk_run_moves_the_banks_of_seen_examples(tmp_path, tiny_bert_path, data_root):
     config, args = config_and_args(
-        tmp_path, tiny_path, "data.limit=200", "data.few_shot=16", "data.label_noise=0.125"
+        tmp_path, tiny_bert_path, "data.limit=200", "data.few_shot=16", "data.label_noise=0.125"
     )
     bundle = build(config, args, data_root)
     ans = bundle.method.ans
@@ -76,8 +49,8 @@ def test_topk_run_moves_the_banks_of_seen_examples(tmp_path, tiny_path, data_roo
     assert "score" in summary["metrics"] and summary["report"]["labels_flipped"] == 4
 
 
-def test_ans_part_uses_cls_u_input_embedding_v_and_bank_negatives(tmp_path, tiny_path, data_root):
-    config, args = config_and_args(tmp_path, tiny_path, "data.limit=32")
+def test_ans_part_uses_cls_u_input_embedding_v_and_bank_negatives(tmp_path, tiny_bert_path, data_root):
+    config, args = config_and_args(tmp_path, tiny_bert_path, "data.limit=32")
     bundle = build(config, args, data_root)
     method, examples = bundle.method.eval(), bundle.train_examples[:8]
     batch = method.collate(examples)
@@ -102,8 +75,8 @@ def test_ans_part_uses_cls_u_input_embedding_v_and_bank_negatives(tmp_path, tiny
 
 
 @pytest.mark.parametrize("mode", ["in_batch", "random"])
-def test_ablation_modes_run(tmp_path, tiny_path, data_root, mode):
-    config, args = config_and_args(tmp_path, tiny_path, "train.max_steps=2", f"method_args.negatives={mode}")
+def test_ablation_modes_run(tmp_path, tiny_bert_path, data_root, mode):
+    config, args = config_and_args(tmp_path, tiny_bert_path, "train.max_steps=2", f"method_args.negatives={mode}")
     bundle = build(config, args, data_root)
     assert bundle.method.ans.mode == mode
     run_training(config, bundle)
@@ -111,7 +84,7 @@ def test_ablation_modes_run(tmp_path, tiny_path, data_root, mode):
         assert math.isfinite(record["loss/ans"]) and math.isfinite(record["loss/task"])
 
 
-def test_k_larger_than_the_training_set_is_a_clear_error(tmp_path, tiny_path, data_root):
-    config, _ = config_and_args(tmp_path, tiny_path, "data.limit=10")
+def test_k_larger_than_the_training_set_is_a_clear_error(tmp_path, tiny_bert_path, data_root):
+    config, _ = config_and_args(tmp_path, tiny_bert_path, "data.limit=10")
     with pytest.raises(ConfigError, match=r"method_args\.k"):
         build(config, ReclaimArgs(k=10), data_root)

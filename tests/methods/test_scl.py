@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,48 +13,23 @@ from contrastext.errors import ConfigError
 from contrastext.methods.registry import get_method_spec, run_recipe, run_training
 from contrastext.methods.scl import SCLArgs, SCLMethod, build
 from contrastext.objectives.supcon import SupCon
-from contrastext.training.config import load_config
-
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "scl.yaml"
+from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
 
 FAST = [
-    "train.max_steps=3",
-    "train.batch_size=8",
-    "train.lr=1e-4",
-    "train.warmup_ratio=0",
-    "train.eval_every=null",
-    "train.save_every=null",
-    "train.log_every=1",
-    "train.progress_bar=false",
-    "train.tensorboard=false",
+    *train_overrides(max_steps=3, batch_size=8, lr="1e-4", warmup_ratio=0, eval_every=None),
     "data.max_length=32",
     "eval.limit=24",
 ]
 
 
 def fast_config(tmp_path, model_path, *overrides: str):
-    return load_config(RECIPE, [f"output_dir={tmp_path}", f"model={model_path}", *FAST, *overrides])
+    return recipe_config("scl", tmp_path, model_path, *FAST, *overrides)
 
 
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory, minilm_path) -> str:
-    """A randomly initialised 2-layer, 32-wide BERT with MiniLM's vocabulary: end-to-end runs stay fast."""
-    from contrastext.models.encoder import TextEncoder
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    TextEncoder.from_config(shape, minilm_path, pooling="cls").save(folder)
-    return str(folder)
-
-
-def read_log(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
-
-
-def test_seeds_few_shot_and_noise_give_a_mean_std_summary(tmp_path, tiny_path, data_root):
+def test_seeds_few_shot_and_noise_give_a_mean_std_summary(tmp_path, tiny_bert_path, data_root):
     config = fast_config(
         tmp_path,
-        tiny_path,
+        tiny_bert_path,
         "data.limit=300",
         "data.few_shot=4",
         "data.label_noise=0.25",
@@ -80,8 +54,8 @@ def test_seeds_few_shot_and_noise_give_a_mean_std_summary(tmp_path, tiny_path, d
             assert math.isfinite(record["loss/ce"]) and math.isfinite(record["loss/supcon"])
 
 
-def test_pair_task_trains_and_changes_parameters(tmp_path, tiny_path, data_root):
-    config = fast_config(tmp_path, tiny_path, "data.task=mrpc", "eval.tasks=[mrpc:dev]", "data.few_shot=4")
+def test_pair_task_trains_and_changes_parameters(tmp_path, tiny_bert_path, data_root):
+    config = fast_config(tmp_path, tiny_bert_path, "data.task=mrpc", "eval.tasks=[mrpc:dev]", "data.few_shot=4")
     args = get_method_spec("scl").args_model.model_validate({"lam": 0.9, "temperature": 0.3})
     bundle = build(config, args, data_root)
     before = {name: value.detach().clone() for name, value in bundle.method.named_parameters()}

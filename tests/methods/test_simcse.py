@@ -14,42 +14,17 @@ from contrastext.errors import ConfigError, DataFormatError
 from contrastext.methods.registry import get_method_spec, run_recipe, run_training
 from contrastext.methods.simcse import SimCSE, SimCSESupArgs, SimCSEUnsupArgs, build_sup, build_unsup
 from contrastext.objectives.infonce import InfoNCE
-from contrastext.training.config import load_config
-
-RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
 
 FAST = [
-    "train.max_steps=3",
-    "train.epochs=null",
-    "train.batch_size=8",
-    "train.lr=1e-3",
-    "train.eval_every=3",
-    "train.save_every=null",
-    "train.log_every=1",
-    "train.progress_bar=false",
-    "train.tensorboard=false",
+    *train_overrides(max_steps=3, epochs=None, batch_size=8, lr="1e-3", eval_every=3),
     "data.limit=48",
     "eval.limit=40",
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory, minilm_path) -> str:
-    """A randomly initialised 2-layer, 32-wide BERT with MiniLM's vocabulary: end-to-end runs stay fast."""
-    from contrastext.models.encoder import TextEncoder
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    TextEncoder.from_config(shape, minilm_path, pooling="cls").save(folder)
-    return str(folder)
-
-
 def config_for(recipe: str, tmp_path: Path, model: str, *overrides: str):
-    return load_config(RECIPES / f"{recipe}.yaml", [f"output_dir={tmp_path}", f"model={model}", *FAST, *overrides])
-
-
-def read_log(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
+    return recipe_config(recipe, tmp_path, model, *FAST, *overrides)
 
 
 def encoder_weights(method) -> dict[str, torch.Tensor]:
@@ -57,8 +32,8 @@ def encoder_weights(method) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize("recipe", ["simcse-unsup", "simcse-sup"])
-def test_three_steps_log_finite_parts_change_weights_and_evaluate(recipe, tmp_path, tiny_path, data_root):
-    config = config_for(recipe, tmp_path, tiny_path)
+def test_three_steps_log_finite_parts_change_weights_and_evaluate(recipe, tmp_path, tiny_bert_path, data_root):
+    config = config_for(recipe, tmp_path, tiny_bert_path)
     spec = get_method_spec(recipe)
     bundle = spec.build(config, config.method_args_as(spec.args_model), data_root)
     before = encoder_weights(bundle.method)
@@ -77,9 +52,9 @@ def test_three_steps_log_finite_parts_change_weights_and_evaluate(recipe, tmp_pa
     assert json.loads((tmp_path / "metrics.json").read_text())["metrics"] == summary["metrics"]
 
 
-def test_unsup_uses_the_mlp_in_training_only_and_sup_keeps_it(tmp_path, tiny_path, data_root):
-    unsup = config_for("simcse-unsup", tmp_path / "u", tiny_path, "eval.tasks=[]")
-    sup = config_for("simcse-sup", tmp_path / "s", tiny_path, "eval.tasks=[]")
+def test_unsup_uses_the_mlp_in_training_only_and_sup_keeps_it(tmp_path, tiny_bert_path, data_root):
+    unsup = config_for("simcse-unsup", tmp_path / "u", tiny_bert_path, "eval.tasks=[]")
+    sup = config_for("simcse-sup", tmp_path / "s", tiny_bert_path, "eval.tasks=[]")
     unsup_encoder = build_unsup(unsup, unsup.method_args_as(SimCSEUnsupArgs), data_root).method.encoder
     sup_encoder = build_sup(sup, sup.method_args_as(SimCSESupArgs), data_root).method.encoder
     assert unsup_encoder.pooling == sup_encoder.pooling == "cls"
@@ -87,8 +62,8 @@ def test_unsup_uses_the_mlp_in_training_only_and_sup_keeps_it(tmp_path, tiny_pat
     assert sup_encoder.projection is not None and sup_encoder.projection_at_inference
 
 
-def test_dropout_twins_are_the_same_tokens_with_different_dropout(tmp_path, tiny_path, data_root):
-    config = config_for("simcse-unsup", tmp_path, tiny_path, "eval.tasks=[]")
+def test_dropout_twins_are_the_same_tokens_with_different_dropout(tmp_path, tiny_bert_path, data_root):
+    config = config_for("simcse-unsup", tmp_path, tiny_bert_path, "eval.tasks=[]")
     method = build_unsup(config, config.method_args_as(SimCSEUnsupArgs), data_root).method
     examples = [Example(("a first sentence",)), Example(("another, longer sentence here",))]
     batch = method.collate(examples)
@@ -100,8 +75,8 @@ def test_dropout_twins_are_the_same_tokens_with_different_dropout(tmp_path, tiny
     assert math.isfinite(method(batch)["infonce"].item())
 
 
-def test_hard_negatives_enter_the_logits(tmp_path, tiny_path, data_root):
-    config = config_for("simcse-sup", tmp_path, tiny_path, "eval.tasks=[]", "method_args.hard_negative_weight=1.0")
+def test_hard_negatives_enter_the_logits(tmp_path, tiny_bert_path, data_root):
+    config = config_for("simcse-sup", tmp_path, tiny_bert_path, "eval.tasks=[]", "method_args.hard_negative_weight=1.0")
     bundle = build_sup(config, config.method_args_as(SimCSESupArgs), data_root)
     method = bundle.method
     method.eval()  # no dropout: the same batch gives the same embeddings
@@ -117,23 +92,23 @@ def test_hard_negatives_enter_the_logits(tmp_path, tiny_path, data_root):
     assert not torch.allclose(loss, unweighted) and not torch.allclose(unweighted, in_batch_only)
 
 
-def test_sup_rejects_a_batch_mixing_pairs_and_triplets(tmp_path, tiny_path, data_root):
-    config = config_for("simcse-sup", tmp_path, tiny_path, "eval.tasks=[]")
+def test_sup_rejects_a_batch_mixing_pairs_and_triplets(tmp_path, tiny_bert_path, data_root):
+    config = config_for("simcse-sup", tmp_path, tiny_bert_path, "eval.tasks=[]")
     method = build_sup(config, config.method_args_as(SimCSESupArgs), data_root).method
     examples = [Example(("a", "b", "c"), source="x.csv:2"), Example(("a", "b"), source="x.csv:3")]
     with pytest.raises(DataFormatError, match="x.csv:3"):
         method.collate(examples)
 
 
-def test_unknown_method_arg_names_the_key_and_the_file(tmp_path, tiny_path, data_root):
-    config = config_for("simcse-unsup", tmp_path, tiny_path, "method_args.hard_negative_weight=1.0")
+def test_unknown_method_arg_names_the_key_and_the_file(tmp_path, tiny_bert_path, data_root):
+    config = config_for("simcse-unsup", tmp_path, tiny_bert_path, "method_args.hard_negative_weight=1.0")
     with pytest.raises(ConfigError, match=r"method_args\.hard_negative_weight.*unknown key") as error:
         run_recipe(config, data_root)
     assert "simcse-unsup.yaml" in str(error.value)
 
 
-def test_the_method_is_a_simcse_method_with_one_part(tmp_path, tiny_path, data_root):
-    config = config_for("simcse-unsup", tmp_path, tiny_path, "eval.tasks=[]")
+def test_the_method_is_a_simcse_method_with_one_part(tmp_path, tiny_bert_path, data_root):
+    config = config_for("simcse-unsup", tmp_path, tiny_bert_path, "eval.tasks=[]")
     bundle = build_unsup(config, config.method_args_as(SimCSEUnsupArgs), data_root)
     assert isinstance(bundle.method, SimCSE) and bundle.method.loss_weights == {"infonce": 1.0}
     assert len(bundle.train_examples) == 48 and bundle.evaluator is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from contrastext.models import TextEncoder
 
@@ -19,13 +18,9 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Run these tests on one intra-op thread: on a shared, busy CPU, OpenMP threads that spin-wait
-    for each other made a tiny forward pass ~20x slower. Restores the previous setting afterwards."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+def one_torch_thread(single_torch_thread) -> None:
+    """Run these tests on one intra-op thread (``single_torch_thread``, tests/conftest.py): on a shared,
+    busy CPU, OpenMP threads that spin-wait for each other made a tiny forward pass ~20x slower."""
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,8 @@
 threads spin against other processes (a 20 ms step then takes a second). Restored afterwards."""
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True, scope="module")
-def single_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+def single_thread(single_torch_thread) -> None:
+    """Every module in this folder uses ``single_torch_thread`` (tests/conftest.py)."""

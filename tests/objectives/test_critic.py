@@ -11,13 +11,7 @@ from contrastext.objectives.critic import CriticNCE, WassersteinCritic
 DIM_U, DIM_V = 5, 7
 
 
-@pytest.fixture(autouse=True, scope="module")
-def single_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP spinning on a shared machine (restored after)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("single_torch_thread")  # tiny tensors: one intra-op thread
 
 
 def make_critic(seed: int = 0, hidden: int = 16) -> WassersteinCritic:
