@@ -58,11 +58,12 @@ from contrastext.methods.classification_common import (
     load_classification_data,
     make_evaluator,
 )
-from contrastext.methods.registry import MethodBundle, MethodSpec, resolve_model, run_training
+from contrastext.methods.registry import MethodBundle, MethodSpec, resolve_model, run_training, seeded_build
 from contrastext.methods.simcse import build_sts_evaluator, load_training_examples
 from contrastext.negatives.queue import Queue
 from contrastext.objectives.capt import CAPT
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
+from contrastext.training.seeding import set_seed
 
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 MASKING_VIEWS = ("token_mask", "span_mask")
@@ -318,6 +319,7 @@ def finetune(config, args: CAPTArgs, encoder, data_root: Path | None, resume: bo
     ft_config = finetune_config(config, args)
     ft_args = ClassificationArgs(pooling=encoder.pooling, holdout=args.finetune_holdout)
     data = load_classification_data(ft_config, ft_args, data_root, seed=config.seed)
+    set_seed(ft_config.train_seed)  # the fresh head's initialisation
     method = FineTuneMethod(encoder, data.task, max_length=config.data.max_length)
     evaluator = make_evaluator(data.eval, data.task, batch_size=config.eval.batch_size)
     description = dict(data.description)
@@ -333,7 +335,7 @@ def pretrain_config(config):
 def run(config, args: CAPTArgs, data_root: Path | None, resume: bool = False) -> dict:
     """Pre-train (STS-B dev at the end), then fine-tune on ``finetune_task``; writes ``metrics.json``."""
     pre_config = pretrain_config(config)
-    bundle = build(pre_config, args, data_root)
+    bundle = seeded_build(build, pre_config, args, data_root)
     pretrain = run_training(pre_config, bundle, resume=resume)
     metrics = {name: float(value) for name, value in pretrain["metrics"].items()}
     summary: dict[str, Any] = {"method": config.method, "output_dir": str(config.output_dir), "pretrain": pretrain}

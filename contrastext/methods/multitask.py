@@ -59,7 +59,7 @@ from contrastext.errors import ConfigError
 from contrastext.evaluation.metrics import accuracy, pearson
 from contrastext.methods.base import Method
 from contrastext.methods.pcgrad import pcgrad_surrogate
-from contrastext.methods.registry import MethodBundle, MethodSpec, resolve_model, run_training
+from contrastext.methods.registry import MethodBundle, MethodSpec, resolve_model, run_training, seeded_build
 from contrastext.models.heads import ClassificationHead, PairHead
 from contrastext.models.projection import DenseLayer
 from contrastext.training.seeding import derive_seed
@@ -361,7 +361,7 @@ def simcse_prestep(config, args: MultitaskArgs, encoder, examples: Sequence[Exam
 
 def run(config, args: MultitaskArgs, data_root: Path | None, resume: bool = False) -> dict:
     """(SimCSE pre-step,) then multi-task training with the task sampler; best weights' metrics in metrics.json."""
-    bundle = build(config, args, data_root)
+    bundle = seeded_build(build, config, args, data_root)
     if args.simcse_steps:
         simcse_prestep(config, args, bundle.method.encoder, bundle.train_examples, resume)
     bundle.batch_sampler = batch_sampler(config, args, task_sizes(bundle.train_examples))

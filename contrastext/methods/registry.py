@@ -124,12 +124,21 @@ def _save_json(path: Path, payload: dict) -> None:
     path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
 
+def seeded_build(build: Callable[..., MethodBundle], config, args, data_root: Path | None) -> MethodBundle:
+    """``build(config, args, data_root)`` after seeding with the run's seed, so the parameters a method
+    initialises when it is built (projection MLPs, heads, critics, memory banks) are the same for the same seed."""
+    from contrastext.training.seeding import set_seed
+
+    set_seed(config.train_seed)
+    return build(config, args, data_root)
+
+
 def run_training(config, bundle: MethodBundle, resume: bool = False) -> dict:
     """One standard training: build the Trainer, train, evaluate the best checkpoint, write metrics.json.
 
     Returns (and writes to ``<output_dir>/metrics.json``) ``{"method", "output_dir", "metric_for_best",
     "best_metric", "best_step", "last_step", "best_model_dir", "final_model_dir", "log_path", "metrics",
-    "report"}``: ``metrics`` is the evaluator's result on the best weights (the last weights when no
+    "start_metrics", "report"}``: ``metrics`` is the evaluator's result on the best weights (the last weights when no
     checkpoint was ever best), ``report`` the bundle's ``final_report`` on them. After the run the method
     holds the best weights.
     """
@@ -163,6 +172,7 @@ def run_training(config, bundle: MethodBundle, resume: bool = False) -> dict:
         "final_model_dir": _optional_str(result.final_model_dir),
         "log_path": _optional_str(result.log_path),
         "metrics": metrics,
+        "start_metrics": dict(result.start_metrics),
         "report": report,
     }
     if _is_main_process():
@@ -198,5 +208,4 @@ def run_recipe(config, data_root: Path | None = None, resume: bool = False) -> d
     args = parse_method_args(spec, config)
     if spec.run is not None:
         return spec.run(config, args, data_root, resume)
-    bundle = spec.build(config, args, data_root)
-    return run_training(config, bundle, resume=resume)
+    return run_training(config, seeded_build(spec.build, config, args, data_root), resume=resume)

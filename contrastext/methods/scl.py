@@ -43,7 +43,7 @@ from contrastext.methods.classification_common import (
     load_classification_data,
     make_evaluator,
 )
-from contrastext.methods.registry import MethodBundle, MethodSpec, run_training
+from contrastext.methods.registry import MethodBundle, MethodSpec, run_training, seeded_build
 from contrastext.objectives.supcon import CEPlusSupCon
 
 SUMMARY_FILE = "summary.json"
@@ -132,7 +132,7 @@ def run(config, args: SCLArgs, data_root: Path | None, resume: bool = False) -> 
         if resume and finished.is_file():
             runs[seed] = json.loads(finished.read_text(encoding="utf-8"))
             continue
-        runs[seed] = run_training(run_config, build(run_config, args, data_root), resume=resume)
+        runs[seed] = run_training(run_config, seeded_build(build, run_config, args, data_root), resume=resume)
     summary = summarize({seed: result["metrics"] for seed, result in runs.items()})
     payload = {
         "method": config.method,

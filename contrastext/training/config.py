@@ -53,6 +53,10 @@ class TrainSection(Section):
     mixed_precision: Literal["no", "fp16", "bf16", "auto"] = "auto"
     seed: int | None = Field(default=None, ge=0, description="data order, views, dropout; default: seed")
     eval_every: int | None = Field(default=None, gt=0)
+    eval_at_start: bool = Field(default=False, description="evaluate the starting weights, logged at step 0")
+    overwrite: bool = Field(
+        default=False, description="a fresh run may replace the run already in output_dir (else an error)"
+    )
     save_every: int | None = Field(default=None, gt=0)
     log_every: int = Field(default=10, gt=0)
     metric_for_best: str | None = None

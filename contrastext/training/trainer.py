@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
@@ -77,6 +78,7 @@ class TrainResult:
     log_path: Path | None = None
     stopped_early: bool = False
     last_metrics: dict[str, float] = field(default_factory=dict)
+    start_metrics: dict[str, float] = field(default_factory=dict)  # with train.eval_at_start
 
 
 def resolve_mixed_precision(setting: str) -> str:
@@ -178,6 +180,13 @@ class Trainer:
         state = self._start(resume, method, optimizer, scheduler, accelerator.scaler, run_log)
         best_folder = self.output_dir / "best"
         result = TrainResult(output_dir=self.output_dir, last_step=state.step, log_path=run_log.path)
+        if state.step == 0 and train.eval_at_start and self.evaluator is not None:
+            # The starting point, for the curves: logged at step 0, never a candidate for the best checkpoint.
+            start_metrics = self._evaluate(method, accelerator)
+            run_log.log({"step": 0, "epoch": 0, **{f"eval/{k}": v for k, v in start_metrics.items()}})
+            result.start_metrics = start_metrics
+            if main and train.progress_bar:
+                tqdm.write("step 0 (start): " + ", ".join(f"{k}={v:.4f}" for k, v in start_metrics.items()))
         stream = self._stream(state.epoch, state.batch_index)
         progress = tqdm(
             total=total_steps, initial=state.step, disable=not (main and train.progress_bar), desc="train"
@@ -257,6 +266,7 @@ class Trainer:
     def _start(self, resume, method, optimizer, scheduler, scaler, run_log: RunLogger) -> TrainerState:
         """A fresh state (and seeds), or the one of the checkpoint to resume from (RNG states last)."""
         if not resume:
+            self._claim_output_dir(run_log)
             set_seed(self.seed)
             return TrainerState()
         if resume is True:
@@ -273,6 +283,21 @@ class Trainer:
         run_log.truncate_after(state.step)
         logger.info("resuming from %s (step %d)", folder, state.step)
         return state
+
+    def _claim_output_dir(self, run_log: RunLogger) -> None:
+        """A fresh run: refuse to mix with a run already in ``output_dir`` unless ``train.overwrite``."""
+        previous = latest_checkpoint(self.output_dir) or (run_log.path if run_log.path.exists() else None)
+        if previous is None:
+            return
+        if not self.config.train.overwrite:
+            raise ConfigError(
+                f"{self.output_dir} already holds a run ({previous}): resume it with --resume, choose another "
+                "output folder, or set train.overwrite=true to replace it"
+            )
+        if run_log.enabled:  # the main process clears the old run
+            for name in ("checkpoints", "best", "final"):
+                shutil.rmtree(self.output_dir / name, ignore_errors=True)
+            run_log.truncate_after(-1)
 
     def _step(self, model, method, optimizer, scheduler, accelerator, stream, state: TrainerState):
         """One optimiser step over ``grad_accumulation`` micro-batches; returns (mean parts, samples, norm)."""

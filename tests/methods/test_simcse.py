@@ -112,3 +112,13 @@ def test_the_method_is_a_simcse_method_with_one_part(tmp_path, tiny_bert_path, d
     bundle = build_unsup(config, config.method_args_as(SimCSEUnsupArgs), data_root)
     assert isinstance(bundle.method, SimCSE) and bundle.method.loss_weights == {"infonce": 1.0}
     assert len(bundle.train_examples) == 48 and bundle.evaluator is None
+
+
+def test_same_seed_same_run_including_the_randomly_initialised_mlp(tmp_path, tiny_bert_path, data_root):
+    """run_recipe seeds before building, so the MLP's initialisation (and every loss) repeats."""
+    runs = []
+    for name in ("a", "b"):
+        config = config_for("simcse-unsup", tmp_path / name, tiny_bert_path, "train.eval_every=null")
+        run_recipe(config, data_root)
+        runs.append([record["loss"] for record in read_log(tmp_path / name)])
+    assert runs[0] == runs[1]

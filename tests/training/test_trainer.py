@@ -103,3 +103,31 @@ def test_mixed_precision_auto_is_off_without_cuda():
         with pytest.raises(ConfigError, match="fp16 needs a CUDA GPU"):
             resolve_mixed_precision("fp16")
     assert resolve_mixed_precision("no") == "no"
+
+
+def test_eval_at_start_logs_step_zero_and_is_never_the_best(tmp_path, minilm_path, one_thread):
+    scores = iter([0.9, 0.2, 0.3])  # the start scores best, but it is not a candidate
+
+    def evaluator(method):
+        return {"score": next(scores)}
+
+    config = make_config(tmp_path, max_steps=4, save_every=None, eval_every=2, metric_for_best="score")
+    config.train.eval_at_start = True
+    result = Trainer(build(minilm_path), sentences(), config, evaluator=evaluator).train()
+    records = read_log(tmp_path / "train_log.jsonl")
+    assert records[0] == {"step": 0, "epoch": 0, "eval/score": 0.9}
+    assert result.start_metrics == {"score": 0.9}
+    assert (result.best_step, result.best_metric) == (4, 0.3)
+
+
+def test_a_fresh_run_never_mixes_with_an_old_one(tmp_path, minilm_path, one_thread):
+    Trainer(build(minilm_path), sentences(), make_config(tmp_path, max_steps=4)).train()
+    with pytest.raises(ConfigError, match="already holds a run.*--resume.*train.overwrite"):
+        Trainer(build(minilm_path), sentences(), make_config(tmp_path, max_steps=2)).train()
+    assert [record["step"] for record in read_log(tmp_path / "train_log.jsonl")] == [1, 2, 3, 4]  # untouched
+
+    config = make_config(tmp_path, max_steps=2)
+    config.train.overwrite = True
+    Trainer(build(minilm_path), sentences(), config).train()
+    assert [record["step"] for record in read_log(tmp_path / "train_log.jsonl")] == [1, 2]
+    assert sorted(path.name for path in (tmp_path / "checkpoints").iterdir() if path.is_dir()) == ["step-000002"]
