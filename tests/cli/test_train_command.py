@@ -77,7 +77,8 @@ def test_the_demo_config_is_a_valid_simcse_unsup_recipe(tmp_path):
 
     config = demo_config(tmp_path, steps=7, batch_size=32, seed=1)
     args = config.method_args_as(get_method_spec(config.method).args_model)
-    assert config.method == "simcse-unsup" and config.train.max_steps == 7 and config.train.eval_every == 7
+    assert config.method == "simcse-unsup" and config.train.max_steps == 7
+    assert config.train.eval_every == 2 and config.train.eval_at_start and config.train.overwrite
     assert config.train.metric_for_best == METRIC and args.pooling == "cls" and args.mlp == "train"
 
 
