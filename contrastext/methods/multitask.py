@@ -278,7 +278,8 @@ class MultitaskMethod(Method):
 
 
 def make_evaluator(evaluation: dict[str, list[Example]], kinds: dict[str, str], batch_size: int = 64) -> Callable:
-    """``method -> {"<task>_accuracy" | "<task>_pearson", "mean"}``; mean maps Pearson r to (r + 1) / 2."""
+    """``method -> {"<task>_accuracy" | "<task>_pearson", "mean"}``, ×100 like every score of the library;
+    ``mean`` is the course leaderboard's overall score: the accuracies and Pearson r mapped to (r + 1) / 2."""
 
     def evaluate(method: MultitaskMethod) -> dict[str, float]:
         metrics, normalised = {}, []
@@ -287,12 +288,12 @@ def make_evaluator(evaluation: dict[str, list[Example]], kinds: dict[str, str], 
             labels = [example.label for example in examples]
             if kinds[name] in SCORE_KINDS:
                 r = pearson(predictions, labels)
-                metrics[f"{name}_pearson"] = float(r)
-                normalised.append((r + 1) / 2)
+                metrics[f"{name}_pearson"] = 100 * float(r)
+                normalised.append(100 * (r + 1) / 2)
             else:
                 value = accuracy(predictions, labels)
-                metrics[f"{name}_accuracy"] = float(value)
-                normalised.append(value)
+                metrics[f"{name}_accuracy"] = 100 * float(value)
+                normalised.append(100 * value)
         metrics["mean"] = float(np.mean(normalised))
         return metrics
 
