@@ -38,10 +38,13 @@ def prepare(recipe: Path, overrides: list[str], output: Path | None):
 def print_summary(summary: dict) -> None:
     """The final metrics, one per line, then where the outputs are."""
     metrics = summary.get("metrics") or {}
+    spread = summary.get("metrics_std") or {}  # several seeds: mean ± sample std
     if metrics:
-        typer.echo("final metrics (best checkpoint):")
+        typer.echo("final metrics (best checkpoint" + (", mean ± std over seeds):" if spread else "):"))
         for name, value in sorted(metrics.items()):
             shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+            if name in spread:
+                shown += f" ± {spread[name]:.4f}"
             typer.echo(f"  {name}: {shown}")
     for key in ("best_model_dir", "final_model_dir", "log_path", "summary_file"):
         if summary.get(key):
