@@ -81,15 +81,19 @@ class ExactSearch(NearestNeighbourSearch):
         best_indices = torch.empty(queries.size(0), 0, dtype=torch.long, device=queries.device)
         for start in range(0, keys.size(0), self.chunk_size):
             chunk = keys[start : start + self.chunk_size].detach().to(device=queries.device, dtype=compute_dtype)
-            scores = queries @ F.normalize(chunk, dim=1).T  # (B, chunk)
+            # cos = q·k / ‖k‖: dividing the (B, chunk) scores by the key norms avoids writing a normalised
+            # copy of the chunk (F.normalize's eps clamp, so zero rows score 0 as they would there).
+            norms = torch.linalg.vector_norm(chunk, dim=1).clamp_min(1e-12)
+            scores = (queries @ chunk.T).div_(norms)  # (B, chunk)
             if exclude is not None:
                 local = exclude.to(queries.device) - start
                 inside = (local >= 0) & (local < chunk.size(0))
                 rows = torch.nonzero(inside).squeeze(1)
                 scores[rows, local[rows]] = float("-inf")
-            indices = torch.arange(start, start + chunk.size(0), device=queries.device).expand_as(scores)
-            merged_scores = torch.cat([best_scores, scores], dim=1)
-            merged_indices = torch.cat([best_indices, indices], dim=1)
+            # The chunk's own top-k first, then a merge of two (B, ≤k) lists: no (B, k + chunk) copies.
+            chunk_scores, chunk_positions = scores.topk(min(k, scores.size(1)), dim=1)
+            merged_scores = torch.cat([best_scores, chunk_scores], dim=1)
+            merged_indices = torch.cat([best_indices, chunk_positions + start], dim=1)
             keep = min(k, merged_scores.size(1))
             best_scores, position = merged_scores.topk(keep, dim=1)
             best_indices = merged_indices.gather(1, position)
