@@ -34,10 +34,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from contrastext.runs.registry import run_recipe  # noqa: E402
 
-from contrastext.methods.registry import run_recipe  # noqa: E402
+from contrastext.runtime.run_log import read_log  # noqa: E402
 from contrastext.training.config import load_config  # noqa: E402
-from contrastext.training.logging import read_log  # noqa: E402
 
 LOSSES = ("infonce", "align_uniform", "dcl", "hinged_dcl", "margin_euclidean", "margin_angle", "margin_product")
 REPO = Path(__file__).resolve().parents[1]

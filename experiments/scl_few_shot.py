@@ -27,9 +27,10 @@ import statistics
 import time
 from pathlib import Path
 
-from contrastext.methods.registry import run_recipe
+from contrastext.runs.registry import run_recipe
+
+from contrastext.runtime.run_log import read_log
 from contrastext.training.config import load_config
-from contrastext.training.logging import read_log
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = {"ce": ["method_args.lam=0"], "ce+scl": ["method_args.lam=0.9", "method_args.temperature=0.3"]}
@@ -66,8 +67,8 @@ def overrides(args: argparse.Namespace, name: str, own: list[str]) -> list[str]:
 
 def last_accuracy(seed_dir: Path) -> float:
     """Dev accuracy of the last evaluation logged in a seed's ``train_log.jsonl``."""
-    evals = [r for r in read_log(seed_dir / "train_log.jsonl") if "eval/accuracy" in r]
-    return float(evals[-1]["eval/accuracy"])
+    evals = [r for r in read_log(seed_dir / "train_log.jsonl") if "eval/sst2_dev_accuracy" in r]
+    return float(evals[-1]["eval/sst2_dev_accuracy"])
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
@@ -81,7 +82,7 @@ def run_setting(args: argparse.Namespace, name: str, own: list[str]) -> dict:
     start = time.perf_counter()
     summary = run_recipe(config, data_root=Path(args.data_root))
     seconds = time.perf_counter() - start
-    best = {int(s): float(run["metrics"]["accuracy"]) for s, run in summary["runs"].items()}
+    best = {int(s): float(run["metrics"]["sst2_dev_accuracy"]) for s, run in summary["runs"].items()}
     last = {s: last_accuracy(Path(config.output_dir) / f"seed-{s}") for s in best}
     flipped = {int(s): run["report"].get("labels_flipped") for s, run in summary["runs"].items()}
     print(f"{name}: last {last}, best {best} ({seconds:.0f} s)", flush=True)

@@ -28,51 +28,53 @@ import typer
 from contrastext.cli import app
 from contrastext.data.root import resolve_data_root
 
+RECIPE = "simcse-unsup"
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
 EVAL_SPEC = "stsb:dev"
 METRIC = "stsb_dev_spearman"
 
 
 def demo_config(output: Path, steps: int, batch_size: int, seed: int):
-    """The ``simcse-unsup`` recipe sized for a few CPU minutes: STS-B dev at the start, twice on the way and at
-    the end, so the curve in ``plots/eval.png`` shows the training. The demo's folder is scratch: re-running
-    the demo replaces it (``train.overwrite``)."""
-    from contrastext.training.config import TrainConfig
+    """The shipped ``simcse-unsup`` recipe sized for a few CPU minutes: STS-B dev at the start, twice on the way
+    and at the end, so the curve in ``plots/eval.png`` shows the training. The demo's folder is scratch:
+    re-running the demo replaces it (``train.overwrite``)."""
+    from contrastext.runs.recipes import recipe_path
+    from contrastext.training.config import load_config
 
-    return TrainConfig.model_validate(
-        {
-            "method": "simcse-unsup",
-            "model": BUNDLED_MODEL,
-            "output_dir": str(output),
-            "seed": seed,
-            "train": {
-                "max_steps": steps,
-                "batch_size": batch_size,
-                "lr": 3e-5,
-                "schedule": "linear",
-                "grad_clip": 1.0,
-                "eval_every": max(1, steps // 3),
-                "eval_at_start": True,
-                "overwrite": True,
-                "save_every": steps,
-                "log_every": 5,
-                "metric_for_best": METRIC,
-                "keep_last": 1,
-                "tensorboard": False,
-            },
-            "data": {"task": "wiki1m", "max_length": 32},
-            "eval": {"tasks": [EVAL_SPEC], "batch_size": 128},
-            "method_args": {"temperature": 0.05, "pooling": "cls", "mlp": "train"},
-        }
-    )
+    overrides = {
+        "model": BUNDLED_MODEL,
+        "output_dir": str(output),
+        "seed": seed,
+        "train.max_steps": steps,
+        "train.epochs": None,
+        "train.batch_size": batch_size,
+        "train.eval_every": max(1, steps // 3),
+        "train.eval_at_start": True,
+        "train.overwrite": True,
+        "train.save_every": steps,
+        "train.log_every": 5,
+        "train.metric_for_best": METRIC,
+        "train.keep_last": 1,
+        "train.tensorboard": False,
+        "data.task": "wiki1m",
+        "eval.tasks": [EVAL_SPEC],
+    }
+    return load_config(recipe_path(RECIPE), [f"{key}={_yaml(value)}" for key, value in overrides.items()])
+
+
+def _yaml(value) -> str:
+    """A value as the right-hand side of a ``--set`` override."""
+    import yaml
+
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
 
 
 def shipped_model_spearman(data_root: Path) -> float:
     """STS-B dev Spearman of the bundled model as shipped (its sentence-transformers mean pooling)."""
     from contrastext.data.tasks import load_task
     from contrastext.evaluation.sts import evaluate_sts
-    from contrastext.methods.registry import resolve_model
     from contrastext.models.encoder import TextEncoder
+    from contrastext.models.names import resolve_model
 
     encoder = TextEncoder.from_pretrained(resolve_model(BUNDLED_MODEL))
     return float(evaluate_sts(encoder.encode, load_task(EVAL_SPEC, data_root).examples, batch_size=128)["spearman"])
@@ -107,11 +109,12 @@ def demo_command(
 ) -> None:
     """A short real SimCSE training of all-MiniLM-L6-v2's [CLS] embedding; STS-B dev before and after."""
     from contrastext.evaluation.plots import plot_run
-    from contrastext.methods.registry import get_method_spec, run_training, seeded_build
+    from contrastext.runs.registry import get_run_spec
+    from contrastext.runs.stages import run_training, seeded_build
 
     root = resolve_data_root(data_root)
     config = demo_config(output, steps, batch_size, seed)
-    spec = get_method_spec(config.method)
+    spec = get_run_spec(config.method)
     bundle = seeded_build(spec.build, config, config.method_args_as(spec.args_model), root)
     typer.echo(
         f"demo: unsupervised SimCSE on {len(bundle.train_examples)} wiki1m sentences, {steps} steps of batch "

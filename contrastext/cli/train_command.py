@@ -2,8 +2,8 @@
 
 Example::
 
-    contrastext train recipes/simcse-unsup.yaml --set train.max_steps=500 --output runs/simcse \\
-        --data-root ../shared/data
+    contrastext train simcse-unsup --set train.max_steps=500 --output runs/simcse --data-root ../shared/data
+    contrastext train my-recipe.yaml --output runs/mine
     contrastext train recipes/simcse-unsup.yaml --output runs/simcse --resume   # continue a killed run
 """
 
@@ -25,13 +25,14 @@ SET_HELP = (
 
 def prepare(recipe: Path, overrides: list[str], output: Path | None):
     """Load and fully validate the recipe (config sections, method name, method_args) before any work."""
-    from contrastext.methods.registry import get_method_spec, parse_method_args
+    from contrastext.runs.recipes import recipe_path
+    from contrastext.runs.registry import get_run_spec, parse_method_args
     from contrastext.training.config import load_config
 
-    config = load_config(recipe, overrides)
+    config = load_config(recipe_path(recipe), overrides)
     if output is not None:
         config.output_dir = str(output)
-    parse_method_args(get_method_spec(config.method), config)
+    parse_method_args(get_run_spec(config.method), config)
     return config
 
 
@@ -53,7 +54,10 @@ def print_summary(summary: dict) -> None:
 
 @app.command("train")
 def train_command(
-    recipe: Annotated[Path, typer.Argument(help="Recipe YAML, e.g. recipes/simcse-unsup.yaml.")],
+    recipe: Annotated[
+        Path,
+        typer.Argument(help="Recipe YAML file, or the name of a shipped recipe (simcse-unsup, scl, gd, ...)."),
+    ],
     overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Output folder; replaces the recipe's output_dir.")
@@ -78,7 +82,7 @@ def train_command(
     Outputs: config.yaml, train_log.jsonl (draw it with `contrastext plot OUTPUT`), checkpoints/, best/encoder
     (a sentence-transformers folder), final/encoder and metrics.json.
     """
-    from contrastext.methods.registry import run_recipe
+    from contrastext.runs.registry import run_recipe
 
     config = prepare(recipe, list(overrides or []), output)
     root = resolve_data_root(data_root)

@@ -18,6 +18,14 @@ from torch.nn.utils.rnn import pad_sequence
 
 from contrastext.data.examples import Example
 
+# The tensors an encoder's forward takes; tokenize() may add others (special_tokens_mask, labels).
+ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def encoder_inputs(batch: dict) -> dict[str, Tensor]:
+    """The entries of a tokenised batch that the encoder's forward takes (see ``ENCODER_INPUTS``)."""
+    return {name: batch[name] for name in ENCODER_INPUTS if name in batch}
+
 
 def tokenize(
     tokenizer,

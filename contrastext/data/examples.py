@@ -21,3 +21,17 @@ class Example:
     texts: tuple[str, ...]
     label: int | float | None = None
     source: str | None = None
+
+
+@dataclass(frozen=True)
+class IndexedExample(Example):
+    """An :class:`Example` that knows its row in the training set (RECLAIM's memory banks are addressed by it)."""
+
+    index: int = -1
+
+
+@dataclass(frozen=True)
+class TaskExample(Example):
+    """An :class:`Example` that knows which task (index into a multi-task run's task list) it belongs to."""
+
+    task: int = -1

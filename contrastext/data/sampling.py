@@ -5,7 +5,8 @@ Everything here is a pure function of a seed and a position, so a run can stop a
 - batch samplers (``batches(epoch) -> list[list[int]]``): :class:`RandomBatchSampler` (a fresh
   permutation per epoch) and :class:`LengthGroupedBatchSampler` (similar lengths together, as in Hugging
   Face's ``group_by_length``: sort inside mega-batches of ``mega_batches × batch_size``, then shuffle
-  the batch order), and :class:`MultiTaskBatchSampler` (every batch from one task);
+  the batch order), and :class:`MultiTaskBatchSampler` (every batch from one task), :class:`JointTaskBatchSampler` (every batch
+  holds every task, for PCGrad);
 - :func:`few_shot` keeps N examples per class (Gunel et al. 2021's few-shot setting);
 - :func:`flip_labels` flips a share p of the labels to another class and says which;
 - :class:`TaskSampler` picks the task of each step: ``sequential`` (task after task), ``round_robin``
@@ -31,7 +32,7 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
-from contrastext.training.seeding import derive_seed, make_generator
+from contrastext.runtime.seeding import derive_seed, make_generator
 
 TASK_STRATEGIES = ("sequential", "round_robin", "proportional")
 
@@ -249,3 +250,29 @@ class MultiTaskBatchSampler:
 
     def __len__(self) -> int:
         return sum(self.num_batches)
+
+
+class JointTaskBatchSampler:
+    """Every batch holds ``batch_size`` examples of EACH task (for PCGrad); shorter tasks wrap around.
+
+    ``batches(epoch)`` is a pure function of (seed, epoch), like the trainer's other samplers; an epoch
+    has as many batches as the task with the most.
+    """
+
+    def __init__(self, task_sizes: Sequence[int], batch_size: int, seed: int, drop_last: bool = True) -> None:
+        self.samplers = [
+            RandomBatchSampler(size, batch_size, derive_seed(seed, task), drop_last)
+            for task, size in enumerate(task_sizes)
+        ]
+        self.offsets = np.concatenate([[0], np.cumsum(task_sizes)[:-1]]).astype(int).tolist()
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        per_task = [
+            [[offset + index for index in batch] for batch in sampler.batches(epoch)]
+            for offset, sampler in zip(self.offsets, self.samplers, strict=True)
+        ]
+        count = max(len(batches) for batches in per_task)
+        return [[i for batches in per_task for i in batches[k % len(batches)]] for k in range(count)]
+
+    def __len__(self) -> int:
+        return len(self.batches(0))

@@ -24,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from contrastext.training.logging import LOG_NAME, read_log  # noqa: E402
+from contrastext.runtime.run_log import LOG_NAME, read_log  # noqa: E402
 
 GEOMETRY_KEYS = ("align", "uniform")
 GRADIENT_KEYS = ("grad_alignment", "grad_uniformity")

@@ -13,8 +13,8 @@ encoder, g a 2-layer MLP projection head) and a queue q of projected representat
     total = w_mlm · mlm + w_capt · capt                       (loss_weights, both 1.0 by default)
 
 τ follows CAPT's inverted-triangle schedule τ(t) = |t − T/2| / T + floor over the T optimiser steps of the
-run (:class:`~contrastext.objectives.temperature.InvertedTriangleTemperature`, advanced in ``after_step``),
-or is fixed. After every optimiser step the batch's s and ŝ (detached) enter the FIFO queue
+run (:class:`~contrastext.objectives.temperature.InvertedTriangleTemperature`: the trainer tells T through
+``on_train_start``, the schedule advances in ``after_step``), or is fixed. After every optimiser step the batch's s and ŝ (detached) enter the FIFO queue
 (:class:`~contrastext.negatives.queue.Queue`), MoCo-style.
 
 The MLM head is our own, explicit copy of BERT's ``BertLMPredictionHead``: dense → GELU → LayerNorm →
@@ -23,22 +23,18 @@ in both recipes: ``capt.yaml`` pre-trains a randomly initialised small BERT (``T
 with all-MiniLM-L6-v2's vocabulary) on wiki1m sentences; ``capt-continued.yaml`` continues pre-training
 all-MiniLM-L6-v2 itself (its weights are loaded but it ships no MLM head, so the head starts untrained).
 
-The run (``run``): pre-train (``<output_dir>/pretrain``; the evaluator is STS-B dev, cosine of the
-pooled vectors), then fine-tune the pre-trained encoder with a classification head on a GLUE task
-(``method_args.finetune_task``, e.g. sst2 or rte; ``<output_dir>/finetune-<task>``) and report its dev
-metric. ``<output_dir>/metrics.json`` holds both.
+The run (pre-train, then fine-tune on a GLUE task) is :mod:`contrastext.runs.capt`.
 
 Example::
 
-    >>> config = load_config("recipes/capt.yaml", ["train.max_steps=3", "data.limit=64"])
-    >>> summary = run_recipe(config, data_root=Path("../shared/data"))
-    >>> summary["metrics"]["stsb_dev_spearman"], summary["metrics"]["finetune_sst2_accuracy"]
+    >>> method = CAPTMethod(encoder, temperature=InvertedTriangleTemperature(1, floor=0.05))
+    >>> method.on_train_start(total_steps=1000)     # the trainer does this: T = 1000
+    >>> method(method.collate(sentences[:8]))
+    {'mlm': tensor(10.4, grad_fn=...), 'capt': tensor(4.1, grad_fn=...)}
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -46,26 +42,15 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
-from contrastext.data.collate import tokenize
+from contrastext.data.collate import encoder_inputs, tokenize
 from contrastext.data.examples import Example
-from contrastext.data.sampling import RandomBatchSampler
 from contrastext.data.views import IGNORE_INDEX, make_view
 from contrastext.errors import ConfigError
-from contrastext.methods.base import Method
-from contrastext.methods.classification_common import (
-    ClassificationArgs,
-    ClassificationMethod,
-    load_classification_data,
-    make_evaluator,
-)
-from contrastext.methods.registry import MethodBundle, MethodSpec, resolve_model, run_training, seeded_build
-from contrastext.methods.simcse import build_sts_evaluator, load_training_examples
 from contrastext.negatives.queue import Queue
 from contrastext.objectives.capt import CAPT
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
-from contrastext.training.seeding import set_seed
+from contrastext.training.method import Method
 
-ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 MASKING_VIEWS = ("token_mask", "span_mask")
 Corruption = Literal["token_mask", "span_mask", "shuffle", "delete", "substitute"]
 
@@ -137,7 +122,6 @@ class CAPTMethod(Method):
     def __init__(
         self,
         encoder,
-        max_length: int,
         corruption: Corruption = "token_mask",
         mask_probability: float = 0.15,
         corruption_probability: float = 0.1,
@@ -150,7 +134,6 @@ class CAPTMethod(Method):
         if encoder.projection is None:
             raise ConfigError("CAPT needs an encoder with a projection head (TextEncoder(projection=...))")
         self.encoder = encoder
-        self.max_length = max_length
         tokenizer = encoder.tokenizer
         vocab_size = len(tokenizer)
         if tokenizer.mask_token_id is None:
@@ -179,14 +162,15 @@ class CAPTMethod(Method):
     def collate(self, examples: list[Example]) -> dict:
         if len(examples) < 2:
             raise ValueError(f"CAPT needs at least 2 sentences per batch (in-batch negatives), got {len(examples)}")
-        tokens = tokenize(self.encoder.tokenizer, [example.texts[0] for example in examples], self.max_length)
+        texts = [example.texts[0] for example in examples]
+        tokens = tokenize(self.encoder.tokenizer, texts, self.encoder.max_seq_length)
         corrupted = self.view(tokens, generator=self.generator)
-        batch = {"original": _inputs(tokens), "corrupted": _inputs(corrupted)}
+        batch = {"original": encoder_inputs(tokens), "corrupted": encoder_inputs(corrupted)}
         if "labels" in corrupted:  # a masking corruption: the MLM reads the corrupted copy itself
             batch["mlm_labels"] = corrupted["labels"]
         else:
             masked = self.mask_view(tokens, generator=self.generator)
-            batch["masked"] = _inputs(masked)
+            batch["masked"] = encoder_inputs(masked)
             batch["mlm_labels"] = masked["labels"]
         return batch
 
@@ -212,6 +196,11 @@ class CAPTMethod(Method):
         logits = self.mlm_head(token_embeddings[chosen], embedding_weight)
         return F.cross_entropy(logits.float(), labels[chosen])
 
+    def on_train_start(self, total_steps: int) -> None:
+        """The inverted-triangle schedule spans the run's ``total_steps`` optimiser steps (told by the trainer)."""
+        if isinstance(self.temperature, InvertedTriangleTemperature):
+            self.temperature.set_total_steps(total_steps)
+
     def after_step(self) -> None:
         """Enqueue this step's projected representations and move the temperature schedule on."""
         if self.queue is not None:
@@ -220,135 +209,3 @@ class CAPTMethod(Method):
         self._pending.clear()
         if isinstance(self.temperature, InvertedTriangleTemperature):
             self.temperature.advance()
-
-
-def _inputs(tokens: dict) -> dict[str, Tensor]:
-    return {name: tokens[name] for name in ENCODER_INPUTS if name in tokens}
-
-
-# ---------------------------------------------------------------------------------------------- building
-def planned_steps(config, num_examples: int) -> int:
-    """The optimiser steps the Trainer will run (``train.max_steps``, or what ``train.epochs`` give)."""
-    train = config.train
-    candidates = []
-    if train.max_steps is not None:
-        candidates.append(train.max_steps)
-    if train.epochs is not None:
-        per_epoch = len(RandomBatchSampler(num_examples, train.batch_size, config.train_seed, train.drop_last))
-        candidates.append(int(train.epochs * per_epoch // train.grad_accumulation))
-    return max(1, min(candidates))
-
-
-def build_capt_encoder(config, args: CAPTArgs):
-    """A random small BERT with the model's vocabulary (``from_scratch``) or the model's own weights."""
-    from contrastext.models.encoder import TextEncoder
-
-    projection = {"name": "mlp2", "output_dim": args.projection_dim, "activation": "relu"}
-    if args.projection_hidden is not None:
-        projection["hidden_dim"] = args.projection_hidden
-    model = resolve_model(config.model)
-    if args.from_scratch:
-        return TextEncoder.from_config(
-            args.backbone, model, pooling=args.pooling, max_seq_length=config.data.max_length, projection=projection
-        )
-    return TextEncoder.from_pretrained(
-        model, pooling=args.pooling, max_seq_length=config.data.max_length, projection=projection,
-        projection_at_inference=False, normalize=False,
-    )
-
-
-def build(config, args: CAPTArgs, data_root: Path | None) -> MethodBundle:
-    """The pre-training bundle: CAPT method, wiki1m (or ``data.task`` / ``data.path``) sentences, STS evaluator."""
-    examples = load_training_examples(config, data_root, default_task="wiki1m")
-    encoder = build_capt_encoder(config, args)
-    if args.temperature == "inverted_triangle":
-        temperature = InvertedTriangleTemperature(planned_steps(config, len(examples)), floor=args.temperature_floor)
-    else:
-        temperature = FixedTemperature(args.fixed_temperature)
-    method = CAPTMethod(
-        encoder,
-        max_length=config.data.max_length,
-        corruption=args.corruption,
-        mask_probability=args.mask_probability,
-        corruption_probability=args.corruption_probability,
-        shuffle_window=args.shuffle_window,
-        temperature=temperature,
-        queue_size=args.queue_size,
-        loss_weights={"mlm": args.mlm_weight, "capt": args.capt_weight},
-    )
-    return MethodBundle(method, examples, build_sts_evaluator(config, data_root))
-
-
-# ---------------------------------------------------------------------------------------------- fine-tuning
-class FineTuneMethod(ClassificationMethod):
-    """Plain fine-tuning: cross-entropy (``ce``) or, for scored pairs, mean squared error (``mse``)."""
-
-    def forward(self, batch: dict) -> dict[str, Tensor]:
-        logits = self.head(self.encode_batch(batch).pooled)
-        return {"mse" if self.is_regression else "ce": self.task_loss(logits, batch["labels"])}
-
-
-def finetune_config(config, args: CAPTArgs):
-    """The fine-tuning run's config: ``finetune_*`` settings, the task's dev split, its own output folder."""
-    task = args.finetune_task.partition(":")[0]
-    train = config.train.model_copy(
-        update={
-            "max_steps": args.finetune_steps,
-            "epochs": None,
-            "lr": args.finetune_lr,
-            "batch_size": args.finetune_batch_size,
-            "drop_last": False,
-            "warmup_ratio": 0.1,
-            "warmup_steps": None,
-            "eval_every": None,
-            "save_every": None,
-            "metric_for_best": "score",
-            "greater_is_better": True,
-            "early_stopping_patience": None,
-        }
-    )
-    data = config.data.model_copy(update={"task": args.finetune_task, "limit": args.finetune_limit, "few_shot": None,
-                                          "label_noise": 0.0})
-    evaluation = config.eval.model_copy(update={"tasks": [f"{task}:dev"], "limit": args.finetune_eval_limit})
-    output_dir = str(Path(config.output_dir) / f"finetune-{task}")
-    return config.model_copy(update={"train": train, "data": data, "eval": evaluation, "output_dir": output_dir})
-
-
-def finetune(config, args: CAPTArgs, encoder, data_root: Path | None, resume: bool = False) -> dict:
-    """Fine-tune ``encoder`` (in place) with a fresh head on ``finetune_task``; run_training's summary."""
-    ft_config = finetune_config(config, args)
-    ft_args = ClassificationArgs(pooling=encoder.pooling, holdout=args.finetune_holdout)
-    data = load_classification_data(ft_config, ft_args, data_root, seed=config.seed)
-    set_seed(ft_config.train_seed)  # the fresh head's initialisation
-    method = FineTuneMethod(encoder, data.task, max_length=config.data.max_length)
-    evaluator = make_evaluator(data.eval, data.task, batch_size=config.eval.batch_size)
-    description = dict(data.description)
-    bundle = MethodBundle(method, list(data.train), evaluator, final_report=lambda _method: description)
-    return run_training(ft_config, bundle, resume=resume)
-
-
-def pretrain_config(config):
-    """The pre-training run's config: the same, written under ``<output_dir>/pretrain``."""
-    return config.model_copy(update={"output_dir": str(Path(config.output_dir) / "pretrain")})
-
-
-def run(config, args: CAPTArgs, data_root: Path | None, resume: bool = False) -> dict:
-    """Pre-train (STS-B dev at the end), then fine-tune on ``finetune_task``; writes ``metrics.json``."""
-    pre_config = pretrain_config(config)
-    bundle = seeded_build(build, pre_config, args, data_root)
-    pretrain = run_training(pre_config, bundle, resume=resume)
-    metrics = {name: float(value) for name, value in pretrain["metrics"].items()}
-    summary: dict[str, Any] = {"method": config.method, "output_dir": str(config.output_dir), "pretrain": pretrain}
-    if args.finetune_task:
-        tuned = finetune(config, args, bundle.method.encoder, data_root, resume=resume)
-        task = args.finetune_task.partition(":")[0]
-        metrics.update({f"finetune_{task}_{name}": float(value) for name, value in tuned["metrics"].items()})
-        summary["finetune"] = tuned
-    summary["metrics"] = metrics
-    path = Path(config.output_dir) / "metrics.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    return summary
-
-
-SPEC = MethodSpec(name="capt", args_model=CAPTArgs, build=build, run=run)

@@ -22,15 +22,18 @@ Ablations (``method_args.negatives``): ``topk`` (ANS, the paper's method), ``in_
 of the batch, no banks searched), ``random`` (negatives from a random ``random_fraction`` = 80 % of the
 bank instead of the nearest ones).
 
+How a recipe becomes this module (data, banks sized to the training set, evaluator) is
+:mod:`contrastext.runs.reclaim`.
+
 Example::
 
-    >>> config = load_config("recipes/reclaim.yaml", ["train.max_steps=3", "data.limit=64", "method_args.k=4"])
-    >>> metrics = run_recipe(config, data_root=Path("../shared/data"))
+    >>> method = ReclaimMethod(encoder, get_task("sst2"), num_train=len(train), args=ReclaimArgs(k=4))
+    >>> method(method.collate(train[:8]))          # train: IndexedExample rows
+    {'task': tensor(0.70, grad_fn=...), 'ans': tensor(1.39, grad_fn=...)}
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -38,14 +41,8 @@ from pydantic import Field
 from torch import Tensor
 
 from contrastext.errors import ConfigError
-from contrastext.methods.classification_common import (
-    ClassificationArgs,
-    ClassificationMethod,
-    build_encoder,
-    load_classification_data,
-    make_evaluator,
-)
-from contrastext.methods.registry import MethodBundle, MethodSpec
+from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
+from contrastext.models.pooling import mean_pool
 
 
 class ReclaimArgs(ClassificationArgs):
@@ -60,17 +57,11 @@ class ReclaimArgs(ClassificationArgs):
     critic_hidden: int = Field(default=64, gt=0, description="width of the critic's layers")
 
 
-def mean_pool(token_vectors: Tensor, attention_mask: Tensor) -> Tensor:
-    """Mean of ``token_vectors`` (B, T, d) over the positions where ``attention_mask`` is 1."""
-    mask = attention_mask.unsqueeze(-1).to(token_vectors.dtype)
-    return (token_vectors * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
-
-
 class ReclaimMethod(ClassificationMethod):
     """Encoder + head + critic + two memory banks; parts ``task`` and ``ans``."""
 
-    def __init__(self, encoder, task, max_length: int, num_train: int, args: ReclaimArgs):
-        super().__init__(encoder, task, max_length, head_dropout=args.head_dropout)
+    def __init__(self, encoder, task, num_train: int, args: ReclaimArgs):
+        super().__init__(encoder, task, head_dropout=args.head_dropout)
         from contrastext.objectives.ans import ANS
         from contrastext.objectives.critic import WassersteinCritic
 
@@ -117,17 +108,3 @@ class ReclaimMethod(ClassificationMethod):
         for indices, u, v in self._pending:
             self.ans.update(indices, u, v)
         self._pending.clear()
-
-
-def build(config, args: ReclaimArgs, data_root: Path | None) -> MethodBundle:
-    """One RECLAIM fine-tuning run on ``data.task`` (banks sized to the training set)."""
-    data = load_classification_data(config, args, data_root, seed=config.seed)
-    method = ReclaimMethod(
-        build_encoder(config, args), data.task, max_length=config.data.max_length, num_train=len(data.train), args=args
-    )
-    evaluator = make_evaluator(data.eval, data.task, batch_size=config.eval.batch_size)
-    description = dict(data.description)
-    return MethodBundle(method, list(data.train), evaluator, final_report=lambda _method: description)
-
-
-SPEC = MethodSpec(name="reclaim", args_model=ReclaimArgs, build=build)

@@ -33,17 +33,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-
-def is_distributed() -> bool:
-    """True when a torch.distributed process group is initialised."""
-    return dist.is_available() and dist.is_initialized()
-
-
-def rank_and_world_size() -> tuple[int, int]:
-    """(rank, world size), or (0, 1) outside a process group."""
-    if is_distributed():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
+from contrastext.runtime.processes import is_distributed, rank_and_world_size
 
 
 class _AllGatherWithGrad(torch.autograd.Function):

@@ -1,16 +1,19 @@
 """Objectives on embeddings: every contrastive loss of the five works, as torch.nn.Modules.
 
 Each objective takes embeddings (not a model) and returns a scalar tensor; see each module's docstring for
-the formula, the paper and an example.
+the formula, the paper and an example. Every objective subclasses :class:`Objective` (``base.py``: validate →
+upcast → compute with autocast off); :func:`make_objective` builds one by name (``registry.py``).
 """
 
 from .alignment import Alignment, AlignUniform, Uniformity
 from .ans import ANS
+from .base import Objective
 from .capt import CAPT
 from .critic import CriticNCE, WassersteinCritic
 from .decoupled import DCL, HingedDCL
 from .infonce import InfoNCE
 from .margin import MarginAngle, MarginEuclidean, MarginProduct
+from .registry import OBJECTIVES, make_objective, objective_names
 from .similarity import normalize, pairwise_similarity
 from .supcon import CEPlusSupCon, SupCon
 from .temperature import (
@@ -39,11 +42,15 @@ __all__ = [
     "MarginAngle",
     "MarginEuclidean",
     "MarginProduct",
+    "OBJECTIVES",
+    "Objective",
     "SupCon",
     "Temperature",
     "TripletMargin",
     "Uniformity",
+    "make_objective",
     "normalize",
+    "objective_names",
     "pairwise_similarity",
     "temperature_value",
 ]

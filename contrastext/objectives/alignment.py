@@ -28,16 +28,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from .checks import (
-    check_embeddings,
-    check_non_negative,
-    check_pair,
-    check_positive,
-    full_precision,
-    zero_with_grad,
-)
+from .base import Objective
+from .checks import check_embeddings, check_non_negative, check_pair, check_positive, zero_with_grad
 from .similarity import normalize
 
 
@@ -54,40 +48,49 @@ def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
     return torch.logsumexp(exponents, dim=0) - math.log(exponents.numel())
 
 
-class Alignment(nn.Module):
+class Alignment(Objective):
     """Mean α-th power distance between positive pairs."""
+
+    pair = True
 
     def __init__(self, alpha: float = 2.0):
         super().__init__()
         self.alpha = check_positive("Alignment", "alpha", alpha)
 
-    def forward(self, x: Tensor, y: Tensor) -> Tensor:
-        x, y = check_pair("Alignment", "x", x, "y", y)
-        with full_precision(x):
-            return alignment(normalize(x), normalize(y), self.alpha)
+    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """``loss(x (B, d), y (B, d))``."""
+        x, y = check_pair(self.owner, "x", x, "y", y)
+        return {"x": x, "y": y}
+
+    def compute(self, x: Tensor, y: Tensor) -> Tensor:
+        return alignment(normalize(x), normalize(y), self.alpha)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}"
 
 
-class Uniformity(nn.Module):
+class Uniformity(Objective):
     """Log of the mean Gaussian potential between all pairs of rows."""
 
     def __init__(self, t: float = 2.0):
         super().__init__()
         self.t = check_positive("Uniformity", "t", t)
 
-    def forward(self, x: Tensor) -> Tensor:
-        x = check_embeddings("Uniformity", "x", x, min_rows=1)
-        with full_precision(x):
-            return uniformity(normalize(x), self.t)
+    def validate(self, x: Tensor) -> dict[str, Tensor]:
+        """``loss(x (B, d))``."""
+        return {"x": check_embeddings(self.owner, "x", x, min_rows=1)}
+
+    def compute(self, x: Tensor) -> Tensor:
+        return uniformity(normalize(x), self.t)
 
     def extra_repr(self) -> str:
         return f"t={self.t}"
 
 
-class AlignUniform(nn.Module):
+class AlignUniform(Objective):
     """Wang & Isola's loss: align(x, y) + λ·(unif(x) + unif(y))/2."""
+
+    pair = True
 
     def __init__(self, lam: float = 0.5, alpha: float = 2.0, t: float = 2.0):
         super().__init__()
@@ -95,11 +98,14 @@ class AlignUniform(nn.Module):
         self.alpha = check_positive("AlignUniform", "alpha", alpha)
         self.t = check_positive("AlignUniform", "t", t)
 
-    def forward(self, x: Tensor, y: Tensor) -> Tensor:
-        x, y = check_pair("AlignUniform", "x", x, "y", y)
-        with full_precision(x):
-            x, y = normalize(x), normalize(y)
-            return alignment(x, y, self.alpha) + self.lam * (uniformity(x, self.t) + uniformity(y, self.t)) / 2
+    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """``loss(x (B, d), y (B, d))``."""
+        x, y = check_pair(self.owner, "x", x, "y", y)
+        return {"x": x, "y": y}
+
+    def compute(self, x: Tensor, y: Tensor) -> Tensor:
+        x, y = normalize(x), normalize(y)
+        return alignment(x, y, self.alpha) + self.lam * (uniformity(x, self.t) + uniformity(y, self.t)) / 2
 
     def extra_repr(self) -> str:
         return f"lam={self.lam}, alpha={self.alpha}, t={self.t}"

@@ -32,17 +32,19 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from contrastext.errors import UnknownNameError
 from contrastext.negatives.bank import MemoryBank
 from contrastext.negatives.search import NearestNeighbourSearch, make_search
+from contrastext.objectives.base import Objective
+from contrastext.objectives.checks import check_indices, check_paired_rows
 from contrastext.objectives.critic import CriticNCE, WassersteinCritic
 
 MODES = ("topk", "random", "in_batch")
 
 
-class ANS(nn.Module):
+class ANS(Objective):
     """Critic NCE whose negatives come from two momentum memory banks (top-K, random subset or in-batch)."""
 
     def __init__(
@@ -77,19 +79,11 @@ class ANS(nn.Module):
     def critic(self) -> WassersteinCritic:
         return self.nce.critic
 
-    def _check(self, u: Tensor, v: Tensor, indices: Tensor) -> None:
-        if (
-            u.dim() != 2
-            or v.dim() != 2
-            or indices.dim() != 1
-            or not (u.size(0) == v.size(0) == indices.size(0))
-            or u.size(1) != self.bank_u.dim
-            or v.size(1) != self.bank_v.dim
-        ):
-            raise ValueError(
-                f"ANS expects u (B, {self.bank_u.dim}), v (B, {self.bank_v.dim}) and indices (B,), "
-                f"got {tuple(u.shape)}, {tuple(v.shape)} and {tuple(indices.shape)}"
-            )
+    def validate(self, u: Tensor, v: Tensor, indices: Tensor) -> dict[str, Tensor]:
+        """``loss(u (B, dim_u), v (B, dim_v), indices (B,))``: features and bank rows of the batch's examples."""
+        u, v = check_paired_rows(self.owner, "u", u, "v", v, width_a=self.bank_u.dim, width_b=self.bank_v.dim)
+        indices = check_indices(self.owner, indices, u.size(0))
+        return {"u": u, "v": v, "indices": indices}
 
     def nearest_negatives(self, u: Tensor, v: Tensor, indices: Tensor) -> tuple[Tensor, Tensor]:
         """Bank indices (B, K) of the top-K ũ nearest to each u_i and of the top-K ṽ nearest to each v_i."""
@@ -108,9 +102,8 @@ class ANS(nn.Module):
         count = min(math.ceil(self.random_fraction * size), candidates.numel())
         return candidates[torch.randperm(candidates.numel(), device=candidates.device)[:count]]
 
-    def forward(self, u: Tensor, v: Tensor, indices: Tensor) -> Tensor:
+    def compute(self, u: Tensor, v: Tensor, indices: Tensor) -> Tensor:
         """The NCE loss of the batch (u_i, v_i) of examples ``indices`` with negatives chosen by ``mode``."""
-        self._check(u, v, indices)
         if self.mode == "in_batch":
             return self.nce(u, v)
         if self.mode == "random":
@@ -122,7 +115,7 @@ class ANS(nn.Module):
     @torch.no_grad()
     def update(self, indices: Tensor, u: Tensor, v: Tensor) -> None:
         """Momentum update of both banks at ``indices`` with the detached features (after the optimiser step)."""
-        self._check(u, v, indices)
+        self.validate(u, v, indices)
         self.bank_u.update(indices, u)
         self.bank_v.update(indices, v)
 

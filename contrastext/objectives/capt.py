@@ -30,27 +30,31 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from .checks import check_extra, check_pair, full_precision
+from .base import Objective
+from .checks import check_extra, check_pair
 from .similarity import normalize
 from .temperature import TemperatureLike, check_temperature, temperature_value
 
 
-class CAPT(nn.Module):
+class CAPT(Objective):
     """Symmetric contrast between originals (B, d) and corrupted copies (B, d), plus optional queue (Q, d)."""
+
+    pair = True
+    takes_negatives = True  # the third argument is the queue of extra negatives
 
     def __init__(self, temperature: TemperatureLike = 0.1):
         super().__init__()
         self.temperature = check_temperature("CAPT", temperature)
 
-    def forward(self, originals: Tensor, corrupted: Tensor, queue: Tensor | None = None) -> Tensor:
-        originals, corrupted = check_pair("CAPT", "originals", originals, "corrupted", corrupted)
-        queue = check_extra("CAPT", "queue", queue, originals.shape[1], like="originals")
+    def validate(self, originals: Tensor, corrupted: Tensor, queue: Tensor | None = None) -> dict[str, Tensor | None]:
+        """``loss(originals (B, d), corrupted (B, d), queue (Q, d) = None)``."""
+        originals, corrupted = check_pair(self.owner, "originals", originals, "corrupted", corrupted)
+        queue = check_extra(self.owner, "queue", queue, originals.shape[1], like="originals")
         if queue is not None:
             queue = queue.to(originals.dtype)
-        with full_precision(originals):
-            return self.compute(originals, corrupted, queue)
+        return {"originals": originals, "corrupted": corrupted, "queue": queue}
 
     def compute(self, originals: Tensor, corrupted: Tensor, queue: Tensor | None = None) -> Tensor:
         """The loss on checked tensors."""

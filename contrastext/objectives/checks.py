@@ -79,6 +79,48 @@ def check_pair(owner: str, name_a: str, a: object, name_b: str, b: object) -> tu
     return a, b
 
 
+def check_paired_rows(
+    owner: str,
+    name_a: str,
+    a: object,
+    name_b: str,
+    b: object,
+    *,
+    width_a: int | None = None,
+    width_b: int | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Check a (B, d_a) and b (B, d_b): row i of one pairs with row i of the other, widths may differ.
+
+    For two kinds of feature of the same examples (RECLAIM's u and v); no dtype is imposed across them.
+    """
+    a = check_embeddings(owner, name_a, a, width=width_a, min_rows=1)
+    b = check_embeddings(owner, name_b, b, width=width_b)
+    if a.shape[0] != b.shape[0]:
+        shape_a = f"(B, {'d' if width_a is None else width_a})"
+        shape_b = f"(B, {'d' if width_b is None else width_b})"
+        raise ValueError(
+            f"{owner}: `{name_a}` {shape_a} and `{name_b}` {shape_b} must have the same B (row i of one pairs "
+            f"with row i of the other); got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return a, b
+
+
+def check_negative_sets(owner: str, name: str, x: object | None, batch: int, width: int | None = None) -> Tensor | None:
+    """Check optional negatives given per row (B, K, d) or shared by the batch (K, d), K >= 1."""
+    if x is None:
+        return None
+    expected = f"(B={batch}, K, d) per row or shared (K, d)" + ("" if width is None else f" with d = {width}")
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{owner}: `{name}` must be a float tensor of shape {expected}; got {type(x).__name__}")
+    if x.dim() not in (2, 3) or (x.dim() == 3 and x.shape[0] != batch) or (width is not None and x.shape[-1] != width):
+        raise ValueError(f"{owner}: `{name}` must be {expected}; got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise ValueError(f"{owner}: `{name}` must be a floating-point tensor of shape {expected}; got dtype {x.dtype}")
+    if x.shape[-2] < 1:
+        raise ValueError(f"{owner}: `{name}` needs at least one negative (K >= 1) of shape {expected}; got {tuple(x.shape)}")
+    return upcast(x)
+
+
 def check_extra(owner: str, name: str, x: object | None, width: int, like: str = "anchors") -> Tensor | None:
     """Check optional extra candidates (N, d): any number of rows, the width of ``like``."""
     if x is None:
@@ -95,6 +137,18 @@ def check_labels(owner: str, labels: object, batch: int, name: str = "labels") -
     if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         raise ValueError(f"{owner}: `{name}` must be an integer tensor of shape ({batch},); got dtype {labels.dtype}")
     return labels
+
+
+def check_indices(owner: str, indices: object, batch: int, name: str = "indices") -> Tensor:
+    """Check a 1-D integer tensor of ``batch`` row indices (e.g. memory-bank rows of the batch's examples)."""
+    expected = f"{name} (B,) must be a 1-D integer tensor with one entry per row, B = {batch}"
+    if not isinstance(indices, Tensor):
+        raise ValueError(f"{owner}: {expected}; got {type(indices).__name__}")
+    if indices.dim() != 1 or indices.shape[0] != batch:
+        raise ValueError(f"{owner}: {expected}; got shape {tuple(indices.shape)}")
+    if indices.is_floating_point() or indices.is_complex() or indices.dtype == torch.bool:
+        raise ValueError(f"{owner}: {expected}; got dtype {indices.dtype}")
+    return indices
 
 
 def common_dtype(*tensors: Tensor) -> tuple[Tensor, ...]:

@@ -42,6 +42,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.nn.utils.parametrizations import spectral_norm
 
+from .base import Objective
+from .checks import check_negative_sets, check_paired_rows
+
 
 def _sn_linear(in_features: int, out_features: int) -> nn.Module:
     return spectral_norm(nn.Linear(in_features, out_features))
@@ -97,39 +100,55 @@ class WassersteinCritic(nn.Module):
 
 
 def _negative_scores(critic: WassersteinCritic, fixed: Tensor, negatives: Tensor, fixed_is_u: bool) -> Tensor:
-    """Scores (B, K) of each fixed row i against its negatives: (B, K, d) per row, or (K, d) shared."""
+    """Scores (B, K) of each fixed row i against its negatives: (B, K, d) per row, or (K, d) shared (checked)."""
     if negatives.dim() == 2:
         negatives = negatives.unsqueeze(0)
-    elif negatives.dim() != 3 or negatives.size(0) != fixed.size(0):
-        raise ValueError(
-            f"negatives must be (B={fixed.size(0)}, K, d) or shared (K, d), got {tuple(negatives.shape)}"
-        )
     fixed = fixed.unsqueeze(1)
     return critic.score(fixed, negatives) if fixed_is_u else critic.score(negatives, fixed)
 
 
-class CriticNCE(nn.Module):
-    """NCE with a learned critic: −[log g(u,v) + mean log(1 − g(u, v′)) + mean log(1 − g(u′, v))]."""
+class CriticNCE(Objective):
+    """NCE with a learned critic: −[log g(u,v) + mean log(1 − g(u, v′)) + mean log(1 − g(u′, v))].
+
+    A ``pair`` objective (``loss(u, v)`` uses in-batch negatives) whose third and fourth arguments are the
+    negatives of u's side and v's side, not negatives of the anchors: ``takes_negatives`` is False.
+    """
+
+    pair = True
 
     def __init__(self, critic: WassersteinCritic):
         super().__init__()
         self.critic = critic
 
-    def forward(
+    def validate(
+        self, u: Tensor, v: Tensor, negatives_u: Tensor | None = None, negatives_v: Tensor | None = None
+    ) -> dict[str, Tensor | None]:
+        """``loss(u (B, du), v (B, dv), negatives_u (B, K, du) | (K, du) = None, negatives_v … = None)``.
+
+        Tensors are cast to the critic's own dtype, at least float32 (half inputs are upcast).
+        """
+        width_u, width_v = getattr(self.critic, "dim_u", None), getattr(self.critic, "dim_v", None)
+        u, v = check_paired_rows(self.owner, "u", u, "v", v, width_a=width_u, width_b=width_v)
+        batch = u.size(0)
+        if (negatives_u is None or negatives_v is None) and batch < 2:
+            raise ValueError(f"{self.owner} with in-batch negatives needs a batch of at least 2 pairs")
+        negatives_u = check_negative_sets(self.owner, "negatives_u", negatives_u, batch, width_u)
+        negatives_v = check_negative_sets(self.owner, "negatives_v", negatives_v, batch, width_v)
+        compute_dtype = torch.promote_types(next(self.critic.parameters()).dtype, torch.float32)
+        return {
+            "u": u.to(compute_dtype),
+            "v": v.to(compute_dtype),
+            "negatives_u": None if negatives_u is None else negatives_u.to(compute_dtype),
+            "negatives_v": None if negatives_v is None else negatives_v.to(compute_dtype),
+        }
+
+    def compute(
         self, u: Tensor, v: Tensor, negatives_u: Tensor | None = None, negatives_v: Tensor | None = None
     ) -> Tensor:
-        if u.dim() != 2 or v.dim() != 2 or u.size(0) != v.size(0):
-            raise ValueError(
-                f"CriticNCE expects u (B, du) and v (B, dv) with the same B, got {tuple(u.shape)} and {tuple(v.shape)}"
-            )
-        # The critic's own dtype, at least float32 (half inputs are upcast).
-        compute_dtype = torch.promote_types(next(self.critic.parameters()).dtype, torch.float32)
-        u, v = u.to(compute_dtype), v.to(compute_dtype)
+        """The loss on checked tensors of the critic's dtype."""
         batch = u.size(0)
         in_batch = None
         if negatives_u is None or negatives_v is None:
-            if batch < 2:
-                raise ValueError("CriticNCE with in-batch negatives needs a batch of at least 2 pairs")
             in_batch = self.critic.score(u.unsqueeze(1), v.unsqueeze(0))  # (B, B): s(u_i, v_j)
             positive = in_batch.diagonal()
         else:
@@ -139,11 +158,11 @@ class CriticNCE(nn.Module):
         if negatives_v is None:
             scores_v = in_batch[off_diagonal].view(batch, batch - 1)  # s(u_i, v_j), j ≠ i
         else:
-            scores_v = _negative_scores(self.critic, u, negatives_v.to(compute_dtype), fixed_is_u=True)
+            scores_v = _negative_scores(self.critic, u, negatives_v, fixed_is_u=True)
         if negatives_u is None:
             scores_u = in_batch.T[off_diagonal].view(batch, batch - 1)  # s(u_j, v_i), j ≠ i
         else:
-            scores_u = _negative_scores(self.critic, v, negatives_u.to(compute_dtype), fixed_is_u=False)
+            scores_u = _negative_scores(self.critic, v, negatives_u, fixed_is_u=False)
 
         per_pair = (
             F.logsigmoid(positive)

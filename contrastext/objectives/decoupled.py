@@ -22,9 +22,10 @@ Example::
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from .checks import check_pair, full_precision, zero_with_grad
+from .base import Objective
+from .checks import check_pair, zero_with_grad
 from .similarity import normalize
 from .temperature import TemperatureLike, check_temperature, temperature_value
 
@@ -37,22 +38,26 @@ def dcl_terms(x: Tensor, y: Tensor, tau: Tensor | float) -> Tensor:
     return -logits.diagonal() + torch.logsumexp(negatives, dim=1)
 
 
-class DCL(nn.Module):
+class DCL(Objective):
     """Decoupled contrastive loss: InfoNCE without the positive in the denominator."""
 
+    pair = True
     hinged = False
 
     def __init__(self, temperature: TemperatureLike = 0.05):
         super().__init__()
         self.temperature = check_temperature(type(self).__name__, temperature)
 
-    def forward(self, x: Tensor, y: Tensor) -> Tensor:
-        x, y = check_pair(type(self).__name__, "x", x, "y", y)
-        with full_precision(x):
-            if x.shape[0] < 2:
-                return zero_with_grad(x, y)
-            terms = dcl_terms(normalize(x), normalize(y), temperature_value(self.temperature))
-            return (terms.relu() if self.hinged else terms).mean()
+    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """``loss(x (B, d), y (B, d))``."""
+        x, y = check_pair(self.owner, "x", x, "y", y)
+        return {"x": x, "y": y}
+
+    def compute(self, x: Tensor, y: Tensor) -> Tensor:
+        if x.shape[0] < 2:
+            return zero_with_grad(x, y)
+        terms = dcl_terms(normalize(x), normalize(y), temperature_value(self.temperature))
+        return (terms.relu() if self.hinged else terms).mean()
 
 
 class HingedDCL(DCL):

@@ -40,15 +40,19 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from .checks import check_choice, check_embeddings, check_extra, check_labels, common_dtype, full_precision
+from .base import Objective
+from .checks import check_choice, check_embeddings, check_extra, check_labels, common_dtype
 from .similarity import SIMILARITY_KINDS, SimilarityKind, pairwise_similarity
 from .temperature import TemperatureLike, check_temperature, temperature_value
 
 
-class InfoNCE(nn.Module):
+class InfoNCE(Objective):
     """Cross-entropy of each anchor over its positive, the other positives and the extra negatives."""
+
+    pair = True
+    takes_negatives = True
 
     def __init__(
         self,
@@ -67,32 +71,32 @@ class InfoNCE(nn.Module):
         self.hard_negative_weight = float(hard_negative_weight)
         self.mask_duplicate_positives = bool(mask_duplicate_positives)
 
-    def forward(
+    def validate(
         self,
         anchors: Tensor,
         positives: Tensor,
         negatives: Tensor | None = None,
         positive_ids: Tensor | None = None,
-    ) -> Tensor:
-        anchors = check_embeddings("InfoNCE", "anchors", anchors, min_rows=1)
+    ) -> dict[str, Tensor | None]:
+        """``loss(anchors (B, d), positives (B, d), negatives (N, d) = None, positive_ids (B,) = None)``."""
+        anchors = check_embeddings(self.owner, "anchors", anchors, min_rows=1)
         batch, width = anchors.shape
-        positives = check_embeddings("InfoNCE", "positives", positives, rows=batch, width=width, like="anchors")
-        negatives = check_extra("InfoNCE", "negatives", negatives, width)
+        positives = check_embeddings(self.owner, "positives", positives, rows=batch, width=width, like="anchors")
+        negatives = check_extra(self.owner, "negatives", negatives, width)
         if positive_ids is not None:
-            check_labels("InfoNCE", positive_ids, batch, name="positive_ids")
+            check_labels(self.owner, positive_ids, batch, name="positive_ids")
         if self.hard_negative_weight != 0.0 and negatives is not None and negatives.shape[0] % batch != 0:
             raise ValueError(
-                "InfoNCE: with hard_negative_weight, `negatives` must stack blocks of B rows (shape (m*B, d), "
+                f"{self.owner}: with hard_negative_weight, `negatives` must stack blocks of B rows (shape (m*B, d), "
                 f"row m*B+i is a hard negative of anchor i) with B={batch}; got shape {tuple(negatives.shape)}"
             )
         anchors, positives = common_dtype(anchors, positives)
         if negatives is not None:
             negatives = negatives.to(anchors.dtype)
-        with full_precision(anchors):
-            return self.compute(anchors, positives, negatives, positive_ids=positive_ids)
+        return {"anchors": anchors, "positives": positives, "negatives": negatives, "positive_ids": positive_ids}
 
     def compute(
-        self, anchors: Tensor, positives: Tensor, negatives: Tensor | None, positive_ids: Tensor | None = None
+        self, anchors: Tensor, positives: Tensor, negatives: Tensor | None = None, positive_ids: Tensor | None = None
     ) -> Tensor:
         """The loss on checked tensors (no validation; used by wrappers that cache embeddings)."""
         tau = temperature_value(self.temperature)

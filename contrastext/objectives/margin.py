@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from .checks import check_non_negative, check_pair, full_precision, zero_with_grad
+from .base import Objective
+from .checks import check_non_negative, check_pair, zero_with_grad
 from .similarity import normalize
 
 DISTANCE_EPS = 1e-8
@@ -47,19 +48,24 @@ def hardest(matrix: Tensor, mode: str) -> Tensor:
     return matrix.masked_fill(diagonal, float("-inf")).max(dim=0).values
 
 
-class _MarginLoss(nn.Module):
+class _MarginLoss(Objective):
     """Shared checks: pairs (B, d), margin >= 0, batch of one -> 0."""
+
+    pair = True
 
     def __init__(self, margin: float):
         super().__init__()
         self.margin = check_non_negative(type(self).__name__, "margin", margin)
 
-    def forward(self, x: Tensor, y: Tensor) -> Tensor:
-        x, y = check_pair(type(self).__name__, "x", x, "y", y)
-        with full_precision(x):
-            if x.shape[0] < 2:
-                return zero_with_grad(x, y)
-            return self.hinge(cosine_matrix(x, y)).relu().mean()
+    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """``loss(x (B, d), y (B, d))``."""
+        x, y = check_pair(self.owner, "x", x, "y", y)
+        return {"x": x, "y": y}
+
+    def compute(self, x: Tensor, y: Tensor) -> Tensor:
+        if x.shape[0] < 2:
+            return zero_with_grad(x, y)
+        return self.hinge(cosine_matrix(x, y)).relu().mean()
 
     def hinge(self, cosine: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError

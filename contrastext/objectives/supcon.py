@@ -35,25 +35,26 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from .checks import check_embeddings, check_labels, full_precision, upcast, zero_with_grad
+from .base import Objective
+from .checks import check_embeddings, check_labels, upcast, zero_with_grad
 from .similarity import normalize
 from .temperature import TemperatureLike, check_temperature, temperature_value
 
 
-class SupCon(nn.Module):
+class SupCon(Objective):
     """Supervised contrastive loss over a labelled batch of embeddings (B, d)."""
 
     def __init__(self, temperature: TemperatureLike = 0.1):
         super().__init__()
         self.temperature = check_temperature("SupCon", temperature)
 
-    def forward(self, embeddings: Tensor, labels: Tensor) -> Tensor:
-        embeddings = check_embeddings("SupCon", "embeddings", embeddings, min_rows=1)
-        labels = check_labels("SupCon", labels, embeddings.shape[0])
-        with full_precision(embeddings):
-            return self.compute(embeddings, labels)
+    def validate(self, embeddings: Tensor, labels: Tensor) -> dict[str, Tensor]:
+        """``loss(embeddings (B, d), labels (B,))``."""
+        embeddings = check_embeddings(self.owner, "embeddings", embeddings, min_rows=1)
+        labels = check_labels(self.owner, labels, embeddings.shape[0])
+        return {"embeddings": embeddings, "labels": labels}
 
     def compute(self, embeddings: Tensor, labels: Tensor) -> Tensor:
         """The loss on checked tensors."""
@@ -73,7 +74,7 @@ class SupCon(nn.Module):
         return -mean_log_prob_positive.mean()
 
 
-class CEPlusSupCon(nn.Module):
+class CEPlusSupCon(Objective):
     """Gunel et al.'s SCL objective: (1 − λ)·cross-entropy + λ·SupCon."""
 
     def __init__(self, lam: float = 0.9, temperature: TemperatureLike = 0.3):
@@ -88,25 +89,33 @@ class CEPlusSupCon(nn.Module):
         """The weights of :meth:`parts` that make up :meth:`forward`."""
         return {"ce": 1.0 - self.lam, "supcon": self.lam}
 
-    def parts(self, logits: Tensor, embeddings: Tensor, labels: Tensor) -> dict[str, Tensor]:
-        """The unweighted parts ``{"ce": CE(logits, labels), "supcon": SupCon(embeddings, labels)}``."""
-        embeddings = check_embeddings("CEPlusSupCon", "embeddings", embeddings, min_rows=1)
+    def validate(self, logits: Tensor, embeddings: Tensor, labels: Tensor) -> dict[str, Tensor]:
+        """``loss(logits (B, C), embeddings (B, d), labels (B,) in [0, C))``."""
+        embeddings = check_embeddings(self.owner, "embeddings", embeddings, min_rows=1)
         batch = embeddings.shape[0]
-        logits = check_embeddings("CEPlusSupCon", "logits", logits, rows=batch, like="embeddings")
-        labels = check_labels("CEPlusSupCon", labels, batch)
+        logits = check_embeddings(self.owner, "logits", logits, rows=batch, like="embeddings")
+        labels = check_labels(self.owner, labels, batch)
         num_classes = logits.shape[1]
         if batch and (int(labels.min()) < 0 or int(labels.max()) >= num_classes):
             raise ValueError(
-                f"CEPlusSupCon: `labels` must be class indices in [0, {num_classes}) for logits of shape "
+                f"{self.owner}: `labels` must be class indices in [0, {num_classes}) for logits of shape "
                 f"{tuple(logits.shape)}; got values in [{int(labels.min())}, {int(labels.max())}]"
             )
-        with full_precision(embeddings):
-            ce = F.cross_entropy(upcast(logits), labels.to(logits.device))
-            supcon = self.supcon.compute(embeddings, labels)
+        return {"embeddings": embeddings, "logits": logits, "labels": labels}
+
+    def parts(self, logits: Tensor, embeddings: Tensor, labels: Tensor) -> dict[str, Tensor]:
+        """The unweighted parts ``{"ce": CE(logits, labels), "supcon": SupCon(embeddings, labels)}``."""
+        return self.checked(self.compute_parts, logits, embeddings, labels)
+
+    def compute_parts(self, logits: Tensor, embeddings: Tensor, labels: Tensor) -> dict[str, Tensor]:
+        """:meth:`parts` on checked tensors."""
+        ce = F.cross_entropy(upcast(logits), labels.to(logits.device))
+        supcon = self.supcon.compute(embeddings, labels)
         return {"ce": ce, "supcon": supcon}
 
-    def forward(self, logits: Tensor, embeddings: Tensor, labels: Tensor) -> Tensor:
-        parts = self.parts(logits, embeddings, labels)
+    def compute(self, logits: Tensor, embeddings: Tensor, labels: Tensor) -> Tensor:
+        """Σ weights[name]·part on checked tensors."""
+        parts = self.compute_parts(logits, embeddings, labels)
         return sum(self.weights[name] * value for name, value in parts.items())  # type: ignore[return-value]
 
     def extra_repr(self) -> str:

@@ -97,6 +97,12 @@ class InvertedTriangleTemperature(Temperature):
         """Move the internal step counter on (call once per optimisation step)."""
         self.step += steps
 
+    def set_total_steps(self, total_steps: int) -> None:
+        """Set T, the length of the schedule (a trainer calls this with its run's optimiser steps)."""
+        if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
+            raise ValueError(f"InvertedTriangleTemperature: `total_steps` must be an integer >= 1; got {total_steps!r}")
+        self.total_steps = total_steps
+
     def extra_repr(self) -> str:
         return f"total_steps={self.total_steps}, floor={self.floor}"
 

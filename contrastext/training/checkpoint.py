@@ -33,7 +33,7 @@ from safetensors.torch import load_model, save_model
 from torch import nn
 
 from contrastext.errors import MissingDataError
-from contrastext.training.seeding import capture_rng_state, restore_rng_state
+from contrastext.runtime.seeding import capture_rng_state, restore_rng_state
 
 METHOD_FILE = "method.safetensors"
 STATE_FILE = "trainer_state.json"

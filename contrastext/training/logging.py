@@ -21,30 +21,9 @@ import math
 import os
 from pathlib import Path
 
-from contrastext.errors import DataFormatError, MissingDataError
+from contrastext.runtime.run_log import LOG_NAME, read_log
 
-LOG_NAME = "train_log.jsonl"
 logger = logging.getLogger("contrastext.training")
-
-
-def read_log(path: str | os.PathLike) -> list[dict]:
-    """The records of a JSONL log; a line that is not a JSON object is an error naming file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise MissingDataError(f"no training log at {path}")
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataFormatError(path, number, f"not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise DataFormatError(path, number, "expected a JSON object per line")
-            records.append(record)
-    return records
 
 
 def _clean(value):

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError, MissingDataError
-from contrastext.methods.base import total_loss
+from contrastext.runtime.seeding import make_generator, set_seed
 from contrastext.training.checkpoint import (
     STATE_FILE,
     TrainerState,
@@ -55,12 +55,12 @@ from contrastext.training.checkpoint import (
 )
 from contrastext.training.config import TrainConfig, dump_config
 from contrastext.training.logging import RunLogger
+from contrastext.training.method import Method, total_loss
 from contrastext.training.schedules import build_optimizer, build_scheduler, resolve_warmup_steps
-from contrastext.training.seeding import make_generator, set_seed
 
 logger = logging.getLogger("contrastext.training")
 TOTAL = "__total__"  # the weighted total among the summed parts (no method part can be called that)
-Evaluator = Callable[[torch.nn.Module], dict[str, float]]
+Evaluator = Callable[[Method], dict[str, float]]
 
 
 @dataclass
@@ -93,8 +93,36 @@ def resolve_mixed_precision(setting: str) -> str:
     return setting
 
 
+@dataclass
+class _Run:
+    """Everything one call of :meth:`Trainer.train` works with, passed between its named steps."""
+
+    accelerator: Accelerator
+    model: torch.nn.Module  # the method as Accelerate wraps it (DDP with several processes)
+    method: Method
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    log: RunLogger
+    state: TrainerState
+    result: TrainResult
+    total_steps: int
+    last_checkpoint: Path | None = None
+    stream: Iterator[tuple[int, int, list[int]]] | None = None
+
+    def __post_init__(self) -> None:
+        self.best_folder = self.result.output_dir / "best"
+
+    @property
+    def main(self) -> bool:
+        return self.accelerator.is_main_process
+
+    @property
+    def is_last(self) -> bool:
+        return self.state.step == self.total_steps
+
+
 class Trainer:
-    """Trains a :class:`~contrastext.methods.base.Method` on a list of examples (see module docstring).
+    """Trains a :class:`~contrastext.training.method.Method` on a list of examples (see module docstring).
 
     ``batch_sampler`` (optional) is any object with ``batches(epoch) -> list[list[int]]`` that is a pure
     function of the epoch, e.g. :class:`~contrastext.data.sampling.MultiTaskBatchSampler`.
@@ -102,7 +130,7 @@ class Trainer:
 
     def __init__(
         self,
-        method: torch.nn.Module,
+        method: Method,
         train_examples: Sequence[Example],
         config: TrainConfig,
         evaluator: Evaluator | None = None,
@@ -159,6 +187,37 @@ class Trainer:
 
     def train(self, resume: bool | str | os.PathLike = False) -> TrainResult:
         """Run the training; ``resume=True`` continues from the latest checkpoint (or a given folder)."""
+        run = self._prepare(resume)
+        self._evaluate_start(run)
+        progress = tqdm(
+            total=run.total_steps,
+            initial=run.state.step,
+            disable=not (run.main and self.config.train.progress_bar),
+            desc="train",
+        )
+        window = _Window()
+        while run.state.step < run.total_steps and not run.state.stopped_early:
+            parts, samples, grad_norm = self._step(run)
+            run.state.step += 1
+            run.state.samples_seen += samples
+            run.method.after_step()
+            window.add(parts, samples)
+            progress.update(1)
+            rate = window.rate()  # before evaluation and checkpointing
+            shown = {("loss" if k == TOTAL else k): f"{v:.4f}" for k, v in parts.items()}
+            progress.set_postfix({**shown, "samples/s": f"{rate:.1f}"})
+            metrics = self._evaluate_if_due(run)
+            if self._log_if_due(run, window, rate, grad_norm, metrics):
+                window = _Window()
+            if self._checkpoint_if_due(run):
+                window.restart_clock()
+        progress.close()
+        return self._finish(run)
+
+    # ----------------------------------------------------------------------------------------------
+    def _prepare(self, resume) -> _Run:
+        """Accelerator, optimiser and schedule; the output folder claimed (before anything is written in it),
+        the config written, the state fresh or resumed, and the method told how many steps there are."""
         train = self.config.train
         accelerator = Accelerator(
             cpu=not torch.cuda.is_available(), mixed_precision=resolve_mixed_precision(train.mixed_precision)
@@ -172,101 +231,102 @@ class Trainer:
         scheduler = build_scheduler(optimizer, train.schedule, total_steps, warmup)
         model, optimizer = accelerator.prepare(method, optimizer)
         method = accelerator.unwrap_model(model)
+        run_log = RunLogger(self.output_dir, tensorboard=train.tensorboard, enabled=main)
+        if not resume:
+            self._claim_output_dir(run_log)
         if main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.output_dir / "config.yaml", dump_config(self.config))
-        run_log = RunLogger(self.output_dir, tensorboard=train.tensorboard, enabled=main)
-
         state = self._start(resume, method, optimizer, scheduler, accelerator.scaler, run_log)
-        best_folder = self.output_dir / "best"
+        method.on_train_start(total_steps)
         result = TrainResult(output_dir=self.output_dir, last_step=state.step, log_path=run_log.path)
-        if state.step == 0 and train.eval_at_start and self.evaluator is not None:
-            # The starting point, for the curves: logged at step 0, never a candidate for the best checkpoint.
-            start_metrics = self._evaluate(method, accelerator)
-            run_log.log({"step": 0, "epoch": 0, **{f"eval/{k}": v for k, v in start_metrics.items()}})
-            result.start_metrics = start_metrics
-            if main and train.progress_bar:
-                tqdm.write("step 0 (start): " + ", ".join(f"{k}={v:.4f}" for k, v in start_metrics.items()))
-        stream = self._stream(state.epoch, state.batch_index)
-        progress = tqdm(
-            total=total_steps, initial=state.step, disable=not (main and train.progress_bar), desc="train"
-        )
-        window = _Window()
-        last_checkpoint = None
-        while state.step < total_steps and not state.stopped_early:
-            parts, samples, grad_norm = self._step(
-                model, method, optimizer, scheduler, accelerator, stream, state
+        run = _Run(accelerator, model, method, optimizer, scheduler, run_log, state, result, total_steps)
+        run.stream = self._stream(state.epoch, state.batch_index)
+        return run
+
+    def _evaluate_start(self, run: _Run) -> None:
+        """With ``train.eval_at_start``, the starting point for the curves: logged at step 0, never a
+        candidate for the best checkpoint."""
+        if run.state.step != 0 or not self.config.train.eval_at_start or self.evaluator is None:
+            return
+        start_metrics = self._evaluate(run.method, run.accelerator)
+        run.log.log({"step": 0, "epoch": 0, **{f"eval/{k}": v for k, v in start_metrics.items()}})
+        run.result.start_metrics = start_metrics
+        if run.main and self.config.train.progress_bar:
+            tqdm.write("step 0 (start): " + ", ".join(f"{k}={v:.4f}" for k, v in start_metrics.items()))
+
+    def _evaluate_if_due(self, run: _Run) -> dict[str, float]:
+        """Evaluate every ``eval_every`` steps and at the last step; export the weights when they are best."""
+        train = self.config.train
+        due = (train.eval_every and run.state.step % train.eval_every == 0) or run.is_last
+        if self.evaluator is None or not due:
+            return {}
+        metrics = self._evaluate(run.method, run.accelerator)
+        run.result.last_metrics = metrics
+        if self._update_best(metrics, run.state) and run.main:
+            self._export_best(run.method, run.best_folder, run.state)
+            run.result.best_checkpoint = run.best_folder
+        return metrics
+
+    def _log_if_due(self, run: _Run, window: _Window, rate: float, grad_norm, metrics: dict) -> bool:
+        """Write the window's means every ``log_every`` steps (and on evaluations, the last step, a stop)."""
+        state = run.state
+        if not (state.step % self.config.train.log_every == 0 or metrics or run.is_last or state.stopped_early):
+            return False
+        record = {
+            "step": state.step,
+            "epoch": state.epoch,
+            **window.summary(rate),
+            "lr": run.scheduler.get_last_lr()[0],
+        }
+        if grad_norm is not None:
+            record["grad_norm"] = grad_norm
+        record.update({f"eval/{name}": value for name, value in metrics.items()})
+        run.log.log(record)
+        return True
+
+    def _checkpoint_if_due(self, run: _Run) -> bool:
+        """Save a checkpoint every ``save_every`` steps, at the last step and on an early stop."""
+        train, state = self.config.train, run.state
+        if not ((train.save_every and state.step % train.save_every == 0) or run.is_last or state.stopped_early):
+            return False
+        run.accelerator.wait_for_everyone()
+        if run.main:
+            run.last_checkpoint = save_checkpoint(
+                self.output_dir,
+                run.method,
+                run.optimizer,
+                run.scheduler,
+                state,
+                dump_config(self.config),
+                scaler=run.accelerator.scaler,
             )
-            state.step += 1
-            state.samples_seen += samples
-            method.after_step()
-            window.add(parts, samples)
-            progress.update(1)
-            rate = window.rate()  # before evaluation and checkpointing
-            shown = {("loss" if k == TOTAL else k): f"{v:.4f}" for k, v in parts.items()}
-            progress.set_postfix({**shown, "samples/s": f"{rate:.1f}"})
+            prune_checkpoints(self.output_dir, train.keep_last)
+        return True
 
-            metrics = {}
-            last = state.step == total_steps
-            if self.evaluator is not None and (
-                (train.eval_every and state.step % train.eval_every == 0) or last
-            ):
-                metrics = self._evaluate(method, accelerator)
-                result.last_metrics = metrics
-                if self._update_best(metrics, state) and main:
-                    self._export_best(method, best_folder, state)
-                    result.best_checkpoint = best_folder
-            if state.step % train.log_every == 0 or metrics or last or state.stopped_early:
-                record = {
-                    "step": state.step,
-                    "epoch": state.epoch,
-                    **window.summary(rate),
-                    "lr": scheduler.get_last_lr()[0],
-                }
-                if grad_norm is not None:
-                    record["grad_norm"] = grad_norm
-                record.update({f"eval/{name}": value for name, value in metrics.items()})
-                run_log.log(record)
-                window = _Window()
-            if (train.save_every and state.step % train.save_every == 0) or last or state.stopped_early:
-                accelerator.wait_for_everyone()
-                if main:
-                    last_checkpoint = save_checkpoint(
-                        self.output_dir,
-                        method,
-                        optimizer,
-                        scheduler,
-                        state,
-                        dump_config(self.config),
-                        scaler=accelerator.scaler,
-                    )
-                    prune_checkpoints(self.output_dir, train.keep_last)
-                window.restart_clock()
-        progress.close()
-        run_log.close()
-        accelerator.wait_for_everyone()
-
+    def _finish(self, run: _Run) -> TrainResult:
+        """Close the log, fill in the result and export the final encoder."""
+        run.log.close()
+        run.accelerator.wait_for_everyone()
+        result, state = run.result, run.state
         result.last_step = state.step
         result.best_metric, result.best_step = state.best_metric, state.best_step
         result.stopped_early = state.stopped_early
-        result.last_checkpoint = last_checkpoint or latest_checkpoint(self.output_dir)
-        if best_folder.is_dir() and state.best_step is not None:
-            result.best_checkpoint = best_folder
-            encoder_dir = best_folder / "encoder"
+        result.last_checkpoint = run.last_checkpoint or latest_checkpoint(self.output_dir)
+        if run.best_folder.is_dir() and state.best_step is not None:
+            result.best_checkpoint = run.best_folder
+            encoder_dir = run.best_folder / "encoder"
             result.best_model_dir = encoder_dir if encoder_dir.is_dir() else None
-        if main and hasattr(getattr(method, "encoder", None), "save"):
-            result.final_model_dir = self.output_dir / "final"
-            write_folder_atomically(
-                result.final_model_dir, lambda folder: method.encoder.save(folder / "encoder")
-            )
-            result.final_model_dir = result.final_model_dir / "encoder"
+        if run.main:
+            final = self.output_dir / "final"
+            write_folder_atomically(final, lambda folder: run.method.encoder.save(folder / "encoder"))
+            result.final_model_dir = final / "encoder"
         return result
 
     # ----------------------------------------------------------------------------------------------
     def _start(self, resume, method, optimizer, scheduler, scaler, run_log: RunLogger) -> TrainerState:
         """A fresh state (and seeds), or the one of the checkpoint to resume from (RNG states last)."""
         if not resume:
-            self._claim_output_dir(run_log)
             set_seed(self.seed)
             return TrainerState()
         if resume is True:
@@ -299,24 +359,24 @@ class Trainer:
                 shutil.rmtree(self.output_dir / name, ignore_errors=True)
             run_log.truncate_after(-1)
 
-    def _step(self, model, method, optimizer, scheduler, accelerator, stream, state: TrainerState):
+    def _step(self, run: _Run):
         """One optimiser step over ``grad_accumulation`` micro-batches; returns (mean parts, samples, norm)."""
         train = self.config.train
+        model, method, optimizer, accelerator, state = run.model, run.method, run.optimizer, run.accelerator, run.state
         rank, world = accelerator.process_index, accelerator.num_processes
         sums: dict[str, float] = {}
         samples = 0
         for micro in range(train.grad_accumulation):
-            epoch, index, indices = next(stream)
+            epoch, index, indices = next(run.stream)
             local = [self.examples[i] for i in indices[rank::world]]
             samples += len(indices)
-            if hasattr(method, "set_generator"):
-                method.set_generator(make_generator(self.seed, epoch, index, rank))
+            method.set_generator(make_generator(self.seed, epoch, index, rank))
             batch = send_to_device(method.collate(local), accelerator.device)
             is_last = micro == train.grad_accumulation - 1
             sync = accelerator.no_sync(model) if not is_last and world > 1 else nullcontext()
             with sync:
                 parts = model(batch)
-                loss = total_loss(parts, getattr(method, "loss_weights", {}))
+                loss = total_loss(parts, method.loss_weights)
                 accelerator.backward(loss / train.grad_accumulation)
             for name, value in {**parts, TOTAL: loss}.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach()) / train.grad_accumulation
@@ -326,7 +386,7 @@ class Trainer:
             grad_norm = float(accelerator.clip_grad_norm_(model.parameters(), train.grad_clip))
         optimizer.step()
         if not accelerator.optimizer_step_was_skipped:
-            scheduler.step()
+            run.scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         return sums, samples, grad_norm
 
@@ -372,9 +432,7 @@ class Trainer:
         def write(temporary: Path) -> None:
             save_method_state(method, temporary)
             (temporary / STATE_FILE).write_text(json.dumps(asdict(state), indent=2) + "\n", encoding="utf-8")
-            encoder = getattr(method, "encoder", None)
-            if hasattr(encoder, "save"):
-                encoder.save(temporary / "encoder")
+            method.encoder.save(temporary / "encoder")
 
         write_folder_atomically(folder, write)
 

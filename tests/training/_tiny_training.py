@@ -16,8 +16,8 @@ from torch import nn
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from contrastext.data.examples import Example
-from contrastext.methods.base import Method
 from contrastext.training.config import TrainConfig
+from contrastext.training.method import Method
 
 WORDS = [
     "the",

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
+from contrastext.runtime.run_log import read_log
 from contrastext.training.checkpoint import latest_checkpoint
-from contrastext.training.logging import read_log
 from contrastext.training.trainer import Trainer
 from tests.training._tiny_training import build, make_config, sentences
 

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from contrastext.errors import ConfigError
+from contrastext.runtime.seeding import capture_rng_state, derive_seed, make_generator, restore_rng_state
 from contrastext.training.schedules import build_optimizer, build_scheduler, resolve_warmup_steps
-from contrastext.training.seeding import capture_rng_state, derive_seed, make_generator, restore_rng_state
 
 
 def test_no_weight_decay_on_bias_and_layernorm():

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from contrastext.errors import ConfigError
+from contrastext.runtime.run_log import read_log
 from contrastext.training.checkpoint import load_method_state
-from contrastext.training.logging import read_log
 from contrastext.training.trainer import Trainer, resolve_mixed_precision
 from tests.training._tiny_training import build, make_config, sentences
 

@@ -11,10 +11,12 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError, DataFormatError
-from contrastext.methods.registry import get_method_spec, run_recipe, run_training
-from contrastext.methods.simcse import SimCSE, SimCSESupArgs, SimCSEUnsupArgs, build_sup, build_unsup
+from contrastext.methods.simcse import SimCSE, SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.objectives.infonce import InfoNCE
-from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
+from contrastext.runs.registry import get_run_spec, run_recipe
+from contrastext.runs.simcse import build_sup, build_unsup
+from contrastext.runs.stages import run_training
+from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
 FAST = [
     *train_overrides(max_steps=3, epochs=None, batch_size=8, lr="1e-3", eval_every=3),
@@ -34,7 +36,7 @@ def encoder_weights(method) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("recipe", ["simcse-unsup", "simcse-sup"])
 def test_three_steps_log_finite_parts_change_weights_and_evaluate(recipe, tmp_path, tiny_bert_path, data_root):
     config = config_for(recipe, tmp_path, tiny_bert_path)
-    spec = get_method_spec(recipe)
+    spec = get_run_spec(recipe)
     bundle = spec.build(config, config.method_args_as(spec.args_model), data_root)
     before = encoder_weights(bundle.method)
 

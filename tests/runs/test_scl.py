@@ -10,10 +10,12 @@ import pytest
 import torch
 
 from contrastext.errors import ConfigError
-from contrastext.methods.registry import get_method_spec, run_recipe, run_training
-from contrastext.methods.scl import SCLArgs, SCLMethod, build
+from contrastext.methods.scl import SCLArgs, SCLMethod
 from contrastext.objectives.supcon import SupCon
-from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
+from contrastext.runs.registry import get_run_spec, run_recipe
+from contrastext.runs.scl import build
+from contrastext.runs.stages import run_training
+from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
 FAST = [
     *train_overrides(max_steps=3, batch_size=8, lr="1e-4", warmup_ratio=0, eval_every=None),
@@ -56,7 +58,7 @@ def test_seeds_few_shot_and_noise_give_a_mean_std_summary(tmp_path, tiny_bert_pa
 
 def test_pair_task_trains_and_changes_parameters(tmp_path, tiny_bert_path, data_root):
     config = fast_config(tmp_path, tiny_bert_path, "data.task=mrpc", "eval.tasks=[mrpc:dev]", "data.few_shot=4")
-    args = get_method_spec("scl").args_model.model_validate({"lam": 0.9, "temperature": 0.3})
+    args = get_run_spec("scl").args_model.model_validate({"lam": 0.9, "temperature": 0.3})
     bundle = build(config, args, data_root)
     before = {name: value.detach().clone() for name, value in bundle.method.named_parameters()}
     summary = run_training(config, bundle)
@@ -64,7 +66,7 @@ def test_pair_task_trains_and_changes_parameters(tmp_path, tiny_bert_path, data_
     assert not torch.equal(before["head.linear.weight"], after["head.linear.weight"])
     changed = [name for name in before if name.startswith("encoder.") and not torch.equal(before[name], after[name])]
     assert changed, "no encoder parameter changed"
-    assert summary["metrics"]["score"] == summary["metrics"]["f1"]  # MRPC's metric is F1
+    assert summary["metrics"]["score"] == summary["metrics"]["mrpc_dev_f1"]  # MRPC's metric is F1
     assert bundle.method.loss_weights == pytest.approx({"ce": 0.1, "supcon": 0.9})
 
 

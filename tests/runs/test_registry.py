@@ -7,13 +7,8 @@ from pathlib import Path
 import pytest
 
 from contrastext.errors import ConfigError, UnknownNameError
-from contrastext.methods.registry import (
-    METHOD_MODULES,
-    MethodSpec,
-    get_method_spec,
-    method_names,
-    resolve_model,
-)
+from contrastext.models.names import resolve_model
+from contrastext.runs.registry import RUN_MODULES, RunSpec, get_run_spec, method_names
 from contrastext.training.config import load_config
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
@@ -21,7 +16,7 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 def test_unknown_method_lists_the_known_ones():
     with pytest.raises(UnknownNameError) as error:
-        get_method_spec("simcse-unsupervised")
+        get_run_spec("simcse-unsupervised")
     message = str(error.value)
     assert "simcse-unsupervised" in message
     for name in ("simcse-unsup", "simcse-sup", "gd", "scl", "reclaim", "capt", "multitask"):
@@ -30,15 +25,15 @@ def test_unknown_method_lists_the_known_ones():
 
 @pytest.mark.parametrize("name", ["simcse-unsup", "simcse-sup", "gd"])
 def test_specs_are_found_by_name(name):
-    spec = get_method_spec(name)
-    assert isinstance(spec, MethodSpec) and spec.name == name
-    assert name in method_names() and METHOD_MODULES[name].startswith("contrastext.methods.")
+    spec = get_run_spec(name)
+    assert isinstance(spec, RunSpec) and spec.name == name
+    assert name in method_names() and RUN_MODULES[name].startswith("contrastext.runs.")
 
 
 @pytest.mark.parametrize("recipe", ["simcse-unsup", "simcse-sup", "gd"])
 def test_recipes_validate_with_their_method_args(recipe):
     config = load_config(RECIPES / f"{recipe}.yaml")
-    spec = get_method_spec(config.method)
+    spec = get_run_spec(config.method)
     assert config.method == recipe and config.model == "bundled:all-MiniLM-L6-v2"
     config.method_args_as(spec.args_model)  # no error
 
@@ -57,4 +52,4 @@ def test_unknown_bundled_model_lists_the_bundled_ones():
 def test_a_wrongly_typed_method_arg_names_the_override(tmp_path):
     config = load_config(RECIPES / "gd.yaml", ["method_args.loss=hinge"])
     with pytest.raises(ConfigError, match=r"--set method_args\.loss .*gd\.yaml.*method_args\.loss"):
-        config.method_args_as(get_method_spec("gd").args_model)
+        config.method_args_as(get_run_spec("gd").args_model)

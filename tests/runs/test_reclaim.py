@@ -8,9 +8,12 @@ import pytest
 import torch
 
 from contrastext.errors import ConfigError
-from contrastext.methods.reclaim import ReclaimArgs, build, mean_pool
-from contrastext.methods.registry import get_method_spec, run_training
-from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
+from contrastext.methods.reclaim import ReclaimArgs
+from contrastext.models.pooling import mean_pool
+from contrastext.runs.reclaim import build
+from contrastext.runs.registry import get_run_spec
+from contrastext.runs.stages import run_training
+from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
 FAST = [
     *train_overrides(max_steps=3, batch_size=8, lr="1e-4", warmup_ratio=0, eval_every=None),
@@ -23,7 +26,7 @@ FAST = [
 
 def config_and_args(tmp_path, model_path, *overrides: str):
     config = recipe_config("reclaim", tmp_path, model_path, *FAST, *overrides)
-    return config, config.method_args_as(get_method_spec("reclaim").args_model)
+    return config, config.method_args_as(get_run_spec("reclaim").args_model)
 
 
 def test_topk_run_moves_the_banks_of_seen_examples(tmp_path, tiny_bert_path, data_root):

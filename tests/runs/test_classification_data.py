@@ -8,16 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from contrastext.data.examples import Example
+from contrastext.data.examples import Example, IndexedExample
 from contrastext.errors import ConfigError
-from contrastext.methods.classification_common import (
-    ClassificationArgs,
-    ClassificationMethod,
-    IndexedExample,
-    load_classification_data,
-    make_evaluator,
-    task_and_splits,
-)
+from contrastext.evaluation.evaluators import EvalSet, make_evaluator
+from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
+from contrastext.runs.data import load_classification_data, task_and_splits
 from contrastext.training.config import load_config
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "scl.yaml"
@@ -90,7 +85,7 @@ def test_few_shot_on_regression_is_an_error(tmp_path, data_root):
 def test_collate_pairs_labels_and_indices(encoder):
     from contrastext.data.tasks import get_task
 
-    method = _Plain(encoder, get_task("mrpc"), max_length=32)
+    method = _Plain(encoder, get_task("mrpc"))
     examples = [
         IndexedExample(("a first sentence", "and its partner"), 1, "x:1", index=5),
         IndexedExample(("another one", "a paraphrase of it, longer"), 0, "x:2", index=9),
@@ -108,12 +103,12 @@ def test_collate_pairs_labels_and_indices(encoder):
 def test_evaluator_reports_the_task_metric(encoder):
     from contrastext.data.tasks import get_task
 
-    method = _Plain(encoder, get_task("cola"), max_length=32)
+    method = _Plain(encoder, get_task("cola"))
     examples = [Example((f"sentence number {i} is here",), i % 2) for i in range(6)]
-    result = make_evaluator(examples, get_task("cola"), batch_size=4)(method)
-    assert set(result) == {"accuracy", "f1", "mcc", "score"}
-    assert result["score"] == result["mcc"]
-    regression = _Plain(encoder, get_task("stsb"), max_length=32)
+    result = make_evaluator([EvalSet(get_task("cola"), "dev", examples)], "head", batch_size=4)(method)
+    assert set(result) == {"cola_dev_accuracy", "cola_dev_f1", "cola_dev_mcc", "cola_dev_score", "score"}
+    assert result["score"] == result["cola_dev_mcc"] == result["cola_dev_score"]
+    regression = _Plain(encoder, get_task("stsb"))
     pairs = [Example((f"a {i}", f"b {i} c"), float(i)) for i in range(5)]
-    scores = make_evaluator(pairs, get_task("stsb"))(regression)
-    assert scores["score"] == scores["spearman"] and -100 <= scores["score"] <= 100
+    scores = make_evaluator([EvalSet(get_task("stsb"), "dev", pairs)], "head")(regression)
+    assert scores["score"] == scores["stsb_dev_spearman"] and -100 <= scores["score"] <= 100

@@ -10,11 +10,14 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
-from contrastext.methods.capt import CAPTArgs, CAPTMethod, build, build_capt_encoder
-from contrastext.methods.registry import run_recipe, run_training
+from contrastext.methods.capt import CAPTArgs, CAPTMethod
 from contrastext.objectives.capt import CAPT
 from contrastext.objectives.temperature import InvertedTriangleTemperature
-from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
+from contrastext.runs.capt import build
+from contrastext.runs.capt import capt_encoder as build_capt_encoder
+from contrastext.runs.registry import run_recipe
+from contrastext.runs.stages import run_training
+from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
 TINY = [
     "method_args.backbone.hidden_size=64",
@@ -49,10 +52,12 @@ def test_pretrain_fills_the_queue_follows_the_schedule_and_learns(tmp_path, mini
     bundle = build(config, args_of(config), data_root)
     method = bundle.method
     assert method.encoder.hidden_size == 64 and method.encoder.backbone.config.num_hidden_layers == 2
-    assert isinstance(method.temperature, InvertedTriangleTemperature) and method.temperature.total_steps == 4
+    assert isinstance(method.temperature, InvertedTriangleTemperature)
     before = {name: value.detach().clone() for name, value in method.named_parameters()}
 
     summary = run_training(config, bundle)
+
+    assert method.temperature.total_steps == 4  # told by the trainer (on_train_start), not predicted
 
     assert len(method.queue) == min(4 * 2 * 8, 64)  # s and ŝ of every step, capacity 64
     assert int(method.temperature.step) == 4
@@ -112,8 +117,8 @@ def test_run_pretrains_then_finetunes_on_glue(tmp_path, minilm_path, data_root):
     config = tiny_config(tmp_path, minilm_path, "train.max_steps=2", "method_args.temperature=fixed")
     summary = run_recipe(config, data_root=data_root)
     metrics = summary["metrics"]
-    assert "stsb_dev_spearman" in metrics and "finetune_sst2_accuracy" in metrics
-    assert 0.0 <= metrics["finetune_sst2_accuracy"] <= 100.0
+    assert "stsb_dev_spearman" in metrics and "finetune_sst2_dev_accuracy" in metrics
+    assert 0.0 <= metrics["finetune_sst2_dev_accuracy"] <= 100.0
     saved = json.loads((tmp_path / "metrics.json").read_text())
     assert saved["metrics"] == pytest.approx(metrics)
     assert (tmp_path / "pretrain" / "metrics.json").is_file()
@@ -130,7 +135,7 @@ def test_continued_pretraining_loads_minilm_weights_with_a_fresh_mlm_head(tmp_pa
 
     reference = AutoModel.from_pretrained(minilm_path)
     assert torch.equal(encoder.backbone.embeddings.word_embeddings.weight, reference.embeddings.word_embeddings.weight)
-    method = CAPTMethod(encoder, max_length=32, queue_size=16)
+    method = CAPTMethod(encoder, queue_size=16)
     assert torch.equal(method.mlm_head.bias, torch.zeros_like(method.mlm_head.bias))
     method.set_generator(torch.Generator().manual_seed(0))
     batch = method.collate([Example((f"sentence number {i} about cats",)) for i in range(4)])

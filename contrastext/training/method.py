@@ -8,8 +8,11 @@ or registered buffers, so ``state_dict()`` holds all its training state). The tr
 - ``forward(batch) -> dict[str, Tensor]``: named, unweighted, scalar loss parts;
 - ``loss_weights``: weight per part (missing names weigh 1.0); the total is ``Σ wᵢ · partᵢ``
   (:func:`total_loss`);
+- ``on_train_start(total_steps)``: called once before the first step (and on resume) with the number of
+  optimiser steps of the run, so schedules such as CAPT's temperature learn T from the trainer;
 - ``after_step()``: momentum encoders, memory banks and queues update here, after each optimiser step;
-- ``encoder``: the module that is evaluated and exported (``encoder.save(path)`` when it has one).
+- ``encoder``: the module that is evaluated and exported (it has ``save(path)``: a
+  :class:`~contrastext.models.encoder.TextEncoder` or anything with the same ``save``).
 
 Example::
 
@@ -29,18 +32,26 @@ Example::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from contrastext.data.examples import Example
 
 
+class SavableEncoder(Protocol):
+    """What the trainer needs of a method's encoder: it can be written to a folder."""
+
+    def save(self, path) -> None: ...
+
+
 class Method(nn.Module, ABC):
     """Base class of every training method (see the module docstring for the contract)."""
 
-    encoder: nn.Module
+    encoder: SavableEncoder
 
     def __init__(self) -> None:
         super().__init__()
@@ -64,8 +75,35 @@ class Method(nn.Module, ABC):
     def forward(self, batch: dict) -> dict[str, Tensor]:
         """Named, unweighted, scalar loss parts of one batch."""
 
+    def on_train_start(self, total_steps: int) -> None:
+        """Called by the trainer before the first step (fresh or resumed) with the run's optimiser steps."""
+
     def after_step(self) -> None:
         """Called after every optimiser step (momentum updates, queues, banks). Default: nothing."""
+
+    @torch.no_grad()
+    def predict_in_batches(
+        self, examples: Sequence[Example], batch_size: int, predict_batch: Callable[[Sequence[Example]], Tensor]
+    ) -> np.ndarray:
+        """``predict_batch`` over ``examples`` in slices of ``batch_size``, in eval mode and without gradients
+        (the training mode is restored after), concatenated in input order as a NumPy array.
+
+        ``predict_batch`` gets a slice of examples and returns one row (or value) per example; it is where a
+        classifier tokenises, moves the batch to :attr:`device` and applies its head."""
+        was_training = self.training
+        self.eval()
+        outputs = []
+        try:
+            for start in range(0, len(examples), batch_size):
+                outputs.append(predict_batch(examples[start : start + batch_size]))
+        finally:
+            self.train(was_training)
+        return torch.cat(outputs).cpu().numpy()
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the method's parameters."""
+        return next(self.parameters()).device
 
     def total(self, parts: Mapping[str, Tensor]) -> Tensor:
         """The weighted total of this method's loss parts."""

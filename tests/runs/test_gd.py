@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from contrastext.methods.gd import GDArgs, build, build_loss, gradient_metrics
-from contrastext.methods.registry import run_recipe
+from contrastext.methods.gd import GDArgs
 from contrastext.objectives import (
     DCL,
     AlignUniform,
@@ -19,7 +18,10 @@ from contrastext.objectives import (
     MarginEuclidean,
     MarginProduct,
 )
-from tests.methods.recipe_runs import read_log, recipe_config, train_overrides
+from contrastext.runs.gd import build, gradient_metrics
+from contrastext.runs.gd import make_gd_objective as build_loss
+from contrastext.runs.registry import run_recipe
+from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
 DIAGNOSTICS = ("align", "uniform", "grad_alignment", "grad_uniformity")
 FAST = [

@@ -1,0 +1,82 @@
+"""The base class of every objective: validate → upcast → compute in full precision.
+
+In the style of pytorch-metric-learning's ``BaseMetricLossFunction`` (whose ``forward`` checks shapes and
+calls ``compute_loss``), a loss here is written as two methods and never re-implements the checks:
+
+- ``validate(*args, **kwargs) -> dict[str, Any]`` takes the call's arguments exactly as a user passes them,
+  checks them with the helpers of :mod:`contrastext.objectives.checks` (a ``ValueError`` that names the
+  objective, the argument and the expected shape) and returns the checked inputs keyed by the names of
+  ``compute``'s parameters;
+- ``compute(**inputs) -> Tensor`` is the loss itself on checked tensors. It is also the entry point for
+  wrappers that already hold checked tensors (e.g. ``CEPlusSupCon`` calls ``SupCon.compute``).
+
+``Objective.forward(*args, **kwargs)`` runs ``validate``, upcasts every half-precision tensor it returned
+to float32 (:func:`~contrastext.objectives.checks.upcast`) and calls ``compute`` inside
+:func:`~contrastext.objectives.checks.full_precision` (autocast off), so a temperature of 0.01 cannot
+overflow half precision. :meth:`Objective.checked` does the same for another method than ``compute``
+(``CEPlusSupCon.parts``).
+
+Two class attributes say how a generic method may call an objective (a SimCSE-style method refuses one
+that does not fit its batch):
+
+- ``pair``: ``loss(anchors, positives)`` with two (B, d) tensors, row i of one pairing with row i of the
+  other, is a valid call (InfoNCE, CAPT, Alignment, AlignUniform, DCL, HingedDCL, the margin losses, CriticNCE);
+- ``takes_negatives``: ``loss(anchors, positives, negatives)`` is a valid call, the third argument being
+  negatives of the anchors (InfoNCE: extra (N, d) candidates; CAPT: its queue; TripletMargin: one (B, d)
+  negative per anchor, which it requires, so TripletMargin is not a ``pair`` objective).
+
+Example (a new loss: one file, plus its line in :mod:`contrastext.objectives.registry`)::
+
+    class MeanDistance(Objective):
+        pair = True
+
+        def validate(self, x, y):
+            x, y = check_pair(self.owner, "x", x, "y", y)
+            return {"x": x, "y": y}
+
+        def compute(self, x, y):
+            return (x - y).norm(dim=1).mean()
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from torch import Tensor, nn
+
+from .checks import full_precision, upcast
+
+
+class Objective(nn.Module):
+    """A loss on embeddings: ``forward`` = ``validate`` → upcast half precision → ``compute`` with autocast off."""
+
+    pair: ClassVar[bool] = False
+    takes_negatives: ClassVar[bool] = False
+
+    @property
+    def owner(self) -> str:
+        """The name error messages start with: the class name (``HingedDCL``, not its base ``DCL``)."""
+        return type(self).__name__
+
+    def validate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # pragma: no cover - abstract
+        """Check the call's arguments; return the checked inputs keyed by ``compute``'s parameter names."""
+        raise NotImplementedError(f"{self.owner} must implement validate()")
+
+    def compute(self, *args: Any, **kwargs: Any) -> Tensor:  # pragma: no cover - abstract
+        """The loss on checked inputs (no validation)."""
+        raise NotImplementedError(f"{self.owner} must implement compute()")
+
+    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self.checked(self.compute, *args, **kwargs)
+
+    def checked(self, compute: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``compute(**inputs)`` on ``validate(*args, **kwargs)``'s inputs, upcast, with autocast off."""
+        inputs = {
+            name: upcast(value) if isinstance(value, Tensor) and value.is_floating_point() else value
+            for name, value in self.validate(*args, **kwargs).items()
+        }
+        reference = next((value for value in inputs.values() if isinstance(value, Tensor)), None)
+        with full_precision(reference) if reference is not None else contextlib.nullcontext():
+            return compute(**inputs)

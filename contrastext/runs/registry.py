@@ -1,0 +1,95 @@
+"""The recipe registry: a recipe's ``method:`` name -> the run that builds (and optionally runs) it.
+
+Every registry of the library has this shape (a dict of names, ``get_x(name)``, ``x_names()``): tasks
+(:mod:`contrastext.data.tasks`), views (:mod:`contrastext.data.views`), searches
+(:mod:`contrastext.negatives.search`), objectives (:mod:`contrastext.objectives.registry`) and these runs.
+
+A run module (``contrastext/runs/<name>.py``) exposes ``SPEC`` (one :class:`RunSpec`) or ``SPECS`` (a
+list). Modules are imported lazily, when their name is asked for, so a broken or slow method never costs the
+others anything.
+
+- ``build(config, args, data_root) -> MethodBundle``: the method, its training examples, an evaluator and an
+  optional final report (:mod:`contrastext.runs.stages`);
+- ``run(config, args, data_root, resume) -> dict`` (optional): protocols of more than one stage (several
+  seeds, pre-train then fine-tune, a pre-step) call :func:`~contrastext.runs.stages.run_training` per stage.
+
+Example::
+
+    >>> config = load_config(recipe_path("simcse-unsup"), ["train.max_steps=10"])
+    >>> summary = run_recipe(config, data_root=Path("../shared/data"))
+    >>> summary["metrics"]["stsb_dev_spearman"]
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from contrastext.errors import UnknownNameError
+from contrastext.runs.stages import MethodBundle, run_training, seeded_build
+from contrastext.training.config import TrainConfig
+
+# Recipe method name -> dotted path of the module that defines its RunSpec.
+RUN_MODULES: dict[str, str] = {
+    "simcse-unsup": "contrastext.runs.simcse",
+    "simcse-sup": "contrastext.runs.simcse",
+    "gd": "contrastext.runs.gd",
+    "scl": "contrastext.runs.scl",
+    "reclaim": "contrastext.runs.reclaim",
+    "capt": "contrastext.runs.capt",
+    "multitask": "contrastext.runs.multitask",
+}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How a recipe's ``method:`` name becomes a run."""
+
+    name: str
+    args_model: type[BaseModel]
+    build: Callable[..., MethodBundle]
+    run: Callable[..., dict] | None = None
+
+
+def method_names() -> list[str]:
+    """The recipe method names the registry knows."""
+    return sorted(RUN_MODULES)
+
+
+def get_run_spec(name: str) -> RunSpec:
+    """Import the module of ``name`` and return its RunSpec; unknown names list the known ones."""
+    if name not in RUN_MODULES:
+        raise UnknownNameError(f"unknown method {name!r}; known methods: {', '.join(method_names())}")
+    module = importlib.import_module(RUN_MODULES[name])
+    specs = list(getattr(module, "SPECS", []))
+    if hasattr(module, "SPEC"):
+        specs.append(module.SPEC)
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    raise UnknownNameError(
+        f"module {module.__name__} defines no RunSpec named {name!r} "
+        f"(it defines: {', '.join(spec.name for spec in specs) or 'none'})"
+    )
+
+
+def parse_method_args(spec: RunSpec, config: TrainConfig) -> BaseModel:
+    """Validate the recipe's ``method_args`` with the method's own pydantic model (unknown keys are errors,
+    named with the file or the ``--set`` override they came from)."""
+    return config.method_args_as(spec.args_model)
+
+
+def run_recipe(config: TrainConfig, data_root: Path | None = None, resume: bool = False) -> dict:
+    """Validate ``method_args`` and run the recipe: the method's own ``run`` or one stage.
+
+    ``data_root`` None means ``$CONTRASTEXT_DATA`` (see :func:`contrastext.data.root.resolve_data_root`).
+    """
+    spec = get_run_spec(config.method)
+    args = parse_method_args(spec, config)
+    if spec.run is not None:
+        return spec.run(config, args, data_root, resume)
+    return run_training(config, seeded_build(spec.build, config, args, data_root), resume=resume)

@@ -1,0 +1,155 @@
+"""The objectives registry: every name builds, errors name what is wrong, made == constructed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from contrastext.errors import ConfigError, UnknownNameError
+from contrastext.objectives import (
+    CAPT,
+    DCL,
+    OBJECTIVES,
+    Alignment,
+    AlignUniform,
+    CEPlusSupCon,
+    HingedDCL,
+    InfoNCE,
+    MarginAngle,
+    MarginEuclidean,
+    MarginProduct,
+    Objective,
+    SupCon,
+    TripletMargin,
+    Uniformity,
+    make_objective,
+    objective_names,
+)
+from contrastext.objectives.registry import objective_arguments
+
+pytestmark = pytest.mark.usefixtures("single_torch_thread")  # tiny tensors: one intra-op thread
+
+NAMES = [
+    "infonce", "supcon", "ce_supcon", "capt", "align_uniform", "alignment", "uniformity", "dcl", "hinged_dcl",
+    "margin_euclidean", "margin_angle", "margin_product", "triplet",
+]  # fmt: skip
+
+# name -> (non-default arguments, the same objective built directly)
+BUILT = {
+    "infonce": ({"temperature": 0.1, "symmetric": True, "hard_negative_weight": 0.5},
+                lambda: InfoNCE(temperature=0.1, symmetric=True, hard_negative_weight=0.5)),
+    "supcon": ({"temperature": 0.2}, lambda: SupCon(temperature=0.2)),
+    "ce_supcon": ({"lam": 0.7, "temperature": 0.4}, lambda: CEPlusSupCon(lam=0.7, temperature=0.4)),
+    "capt": ({"temperature": 0.3}, lambda: CAPT(temperature=0.3)),
+    "align_uniform": ({"lam": 1.0, "alpha": 1.5, "t": 3.0}, lambda: AlignUniform(lam=1.0, alpha=1.5, t=3.0)),
+    "alignment": ({"alpha": 1.0}, lambda: Alignment(alpha=1.0)),
+    "uniformity": ({"t": 1.0}, lambda: Uniformity(t=1.0)),
+    "dcl": ({"temperature": 0.2}, lambda: DCL(temperature=0.2)),
+    "hinged_dcl": ({"temperature": 0.2}, lambda: HingedDCL(temperature=0.2)),
+    "margin_euclidean": ({"margin": 0.3}, lambda: MarginEuclidean(margin=0.3)),
+    "margin_angle": ({"margin": 0.1}, lambda: MarginAngle(margin=0.1)),
+    "margin_product": ({"margin": 0.2}, lambda: MarginProduct(margin=0.2)),
+    "triplet": ({"margin": 0.3, "distance": "cosine"}, lambda: TripletMargin(margin=0.3, distance="cosine")),
+}  # fmt: skip
+
+
+def random_inputs(name: str, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Arguments of one call of the objective ``name`` on a batch of 6 rows."""
+    generator = torch.Generator().manual_seed(seed)
+    x, y, z = (torch.randn(6, 8, generator=generator) for _ in range(3))
+    labels = torch.tensor([0, 0, 1, 1, 2, 0])
+    if name == "supcon":
+        return x, labels
+    if name == "ce_supcon":
+        return torch.randn(6, 3, generator=generator), x, labels
+    if name == "uniformity":
+        return (x,)
+    if name in ("infonce", "capt", "triplet"):
+        return x, y, z
+    return x, y
+
+
+def test_names_are_the_registered_ones():
+    assert objective_names() == sorted(NAMES)
+    assert set(OBJECTIVES) == set(NAMES) == set(BUILT)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_name_builds_an_objective_with_defaults(name):
+    objective = make_objective(name)
+    assert isinstance(objective, Objective)
+    assert type(objective) is OBJECTIVES[name]
+    assert torch.isfinite(objective(*random_inputs(name)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_made_objective_equals_the_constructed_one(name):
+    args, build = BUILT[name]
+    made, direct = make_objective(name, **args), build()
+    assert type(made) is type(direct)
+    for seed in range(3):
+        inputs = random_inputs(name, seed)
+        assert torch.equal(made(*inputs), direct(*inputs))
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(UnknownNameError) as error:
+        make_objective("nt_xent")
+    message = str(error.value)
+    assert "'nt_xent'" in message
+    assert all(name in message for name in NAMES)
+
+
+def test_unknown_key_names_the_objective_the_key_and_the_accepted_ones():
+    with pytest.raises(ConfigError) as error:
+        make_objective("dcl", temperature=0.1, tau=0.1)
+    message = str(error.value)
+    assert "'dcl'" in message and "tau" in message and "accepted: temperature" in message
+    with pytest.raises(ConfigError, match=r"'infonce'.*lam.*accepted: temperature, similarity, symmetric"):
+        make_objective("infonce", lam=0.5)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "key"),
+    [
+        ("infonce", {"temperature": -1.0}, "temperature"),
+        ("ce_supcon", {"lam": 1.5}, "lam"),
+        ("triplet", {"distance": "manhattan"}, "distance"),
+        ("margin_angle", {"margin": -0.1}, "margin"),
+    ],
+)
+def test_invalid_value_is_a_config_error_naming_the_key(name, args, key):
+    with pytest.raises(ConfigError) as error:
+        make_objective(name, **args)
+    assert f"objective {name!r}" in str(error.value) and key in str(error.value)
+
+
+def test_accepted_arguments_are_the_constructor_parameters():
+    assert objective_arguments("ce_supcon") == ["lam", "temperature"]
+    assert objective_arguments("margin_euclidean") == ["margin"]
+
+
+# --- pair / takes_negatives tell the truth -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pair_and_takes_negatives_describe_the_valid_calls(name):
+    objective = make_objective(name)
+    generator = torch.Generator().manual_seed(0)
+    anchors, positives, negatives = (torch.randn(4, 8, generator=generator) for _ in range(3))
+    calls = {"pair": (anchors, positives), "takes_negatives": (anchors, positives, negatives)}
+    for attribute, inputs in calls.items():
+        if getattr(objective, attribute):
+            assert torch.isfinite(objective(*inputs))
+        else:
+            with pytest.raises((TypeError, ValueError)):
+                objective(*inputs)
+
+
+def test_pair_objectives_are_the_expected_ones():
+    pairs = sorted(name for name, cls in OBJECTIVES.items() if cls.pair)
+    assert pairs == sorted(
+        ["infonce", "capt", "align_uniform", "alignment", "dcl", "hinged_dcl", "margin_euclidean",
+         "margin_angle", "margin_product"]
+    )  # fmt: skip
+    assert not OBJECTIVES["triplet"].pair and OBJECTIVES["triplet"].takes_negatives
