@@ -88,3 +88,19 @@ def test_the_demo_verdict_says_which_way_it_went():
     assert "raised" in verdict(79.0, 81.0, 86.0) and "below" in verdict(79.0, 81.0, 86.0)
     assert "LOWERED" in verdict(81.0, 79.0, 86.0)
     assert "unchanged" in verdict(80.0, 80.1, 79.0) and "above" in verdict(80.0, 80.1, 79.0)
+
+
+def test_a_shipped_recipe_is_found_by_name_from_any_folder(tmp_path, tiny_bert_path, data_root, capsys, monkeypatch):
+    """`contrastext train simcse-unsup` reads the recipe shipped inside the package (no recipes/ folder needed)."""
+    monkeypatch.chdir(tmp_path)  # no recipes/ here
+    output = tmp_path / "by-name"
+    argv = ["train", "simcse-unsup", *with_sets(*FAST, f"model={tiny_bert_path}"), "--output", str(output)]
+    code, stdout, stderr = run([*argv, "--data-root", str(data_root)], capsys)
+    assert code == 0, stderr
+    assert json.loads((output / "metrics.json").read_text())["last_step"] == 2
+
+
+def test_an_unknown_recipe_name_lists_the_shipped_ones(tmp_path, data_root, capsys):
+    argv = ["train", "simcse-unsupervised", "--output", str(tmp_path), "--data-root", str(data_root)]
+    message = one_line_error(*run(argv, capsys)[::2])
+    assert "simcse-unsupervised" in message and "simcse-unsup" in message and "capt-continued" in message

@@ -53,3 +53,17 @@ def test_a_wrongly_typed_method_arg_names_the_override(tmp_path):
     config = load_config(RECIPES / "gd.yaml", ["method_args.loss=hinge"])
     with pytest.raises(ConfigError, match=r"--set method_args\.loss .*gd\.yaml.*method_args\.loss"):
         config.method_args_as(get_run_spec("gd").args_model)
+
+
+def test_every_shipped_recipe_is_package_data_and_validates():
+    """Each recipe in the package folder loads by name and validates with its method's arguments."""
+    from contrastext.runs.recipes import RECIPES_DIR, recipe_names, recipe_path
+
+    names = recipe_names()
+    assert set(names) >= {"simcse-unsup", "simcse-sup", "gd", "scl", "reclaim", "capt", "capt-continued", "multitask"}
+    for name in names:
+        path = recipe_path(name)
+        assert path.parent == RECIPES_DIR and recipe_path(f"{name}.yaml") == path
+        config = load_config(path)
+        config.method_args_as(get_run_spec(config.method).args_model)
+    assert (RECIPES.resolve() == RECIPES_DIR), "recipes/ at the top must link to the package's recipes"
