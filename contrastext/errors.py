@@ -19,6 +19,25 @@ class DataFormatError(ContrastextError, ValueError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self):  # picklable with its three arguments (multiprocessing, hypothesis)
+        return (type(self), (self.path, self.line, self.reason))
+
+
+class CorruptFileError(DataFormatError):
+    """A file (model weights, checkpoint part, log) is empty, truncated or not in its format; names the file."""
+
+
+class EmptyDataError(ContrastextError, ValueError):
+    """A file, subset or split holds no usable row (an empty file, a header only, every row skipped)."""
+
+
+class NonFiniteError(ContrastextError, ValueError):
+    """A model produced NaN or infinite values (diverged weights); nothing is written from them."""
+
+
+class UnsafeLoadError(ContrastextError):
+    """Loading would run code from the input (a pickle holding objects, a model's own Python code): refused."""
+
 
 class ConfigError(ContrastextError, ValueError):
     """A configuration key is unknown or has a value of the wrong type; the message names key and file."""

@@ -34,8 +34,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from contrastext.runs.registry import run_recipe  # noqa: E402
 
+from contrastext.runs.registry import run_recipe  # noqa: E402
 from contrastext.runtime.run_log import read_log  # noqa: E402
 from contrastext.training.config import load_config  # noqa: E402
 

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 from contrastext.runs.registry import run_recipe
-
 from contrastext.runtime.run_log import read_log
 from contrastext.training.config import load_config
 

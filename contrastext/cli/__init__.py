@@ -1,15 +1,25 @@
 """The ``contrastext`` command. Each sub-command lives in its own module and registers itself on ``app``.
 
-Errors caused by the user's input (:class:`contrastext.errors.ContrastextError`) print one line and exit 2.
+Errors caused by the user's input print one line, ``error: <message>``, on stderr and exit with code 2:
+:class:`contrastext.errors.ContrastextError` raised by a command, and the usage errors of the command line
+itself (an unknown option, a missing one, ``--batch-size 0``), which click would draw as a usage box.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 import sys
 
 import typer
 
 from contrastext.errors import ContrastextError
+
+# click's exceptions, wherever this typer takes click from (typer >= 0.17 vendors it as typer._click).
+_click_exceptions = importlib.import_module(typer.BadParameter.__module__)
+UsageError: type[Exception] = _click_exceptions.UsageError
+ClickException: type[Exception] = _click_exceptions.ClickException
+NoArgsIsHelpError: type[Exception] = getattr(_click_exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
 
 app = typer.Typer(
     name="contrastext",
@@ -18,6 +28,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+USAGE_EXIT_CODE = 2
 
 
 def _register_commands() -> None:
@@ -31,11 +43,40 @@ def _register_commands() -> None:
     )
 
 
+def one_line(message: str) -> str:
+    """``message`` on a single line: line breaks (and the blanks around them) become one space."""
+    return re.sub(r"\s*[\r\n]+\s*", " ", str(message).strip())
+
+
+def print_error(message: str) -> None:
+    """Print ``error: <message>`` as one line on stderr."""
+    typer.secho(f"error: {one_line(message)}", err=True, fg=typer.colors.RED)
+
+
+def usage_message(error) -> str:
+    """A click usage error as one line naming the command and pointing at its ``--help``."""
+    ctx = getattr(error, "ctx", None)
+    command = ctx.command_path if ctx is not None else "contrastext"
+    return f"{command}: {error.format_message()} (see '{command} --help')"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script."""
+    """Entry point of the console script: run the command, turn user errors into one line and exit code 2."""
     _register_commands()
     try:
-        app(args=argv, standalone_mode=True)
+        result = app(args=argv, standalone_mode=False)
+    except NoArgsIsHelpError:
+        sys.exit(USAGE_EXIT_CODE)  # the help was already printed
+    except UsageError as error:
+        print_error(usage_message(error))
+        sys.exit(USAGE_EXIT_CODE)
+    except ClickException as error:
+        print_error(error.format_message())
+        sys.exit(USAGE_EXIT_CODE)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
     except ContrastextError as error:
-        typer.secho(f"error: {error}", err=True, fg=typer.colors.RED)
-        sys.exit(2)
+        print_error(str(error))
+        sys.exit(USAGE_EXIT_CODE)
+    sys.exit(result if isinstance(result, int) else 0)

@@ -4,12 +4,21 @@ Example::
 
     contrastext encode --model runs/simcse/best --input texts.txt --output emb.npy --batch-size 128
 
-Also home of :func:`load_model`, which every command uses to turn ``--model PATH`` into a ``TextEncoder``
-with a one-line error instead of a Hugging Face traceback.
+Row i of the matrix is line i of the input: only ``\\n`` ends a line (a trailing ``\\r`` is dropped, a lone
+``\\r`` inside a line stays in its text). The matrix is written to exactly the ``--output`` path given (in
+the ``.npy`` format, whatever the suffix), and only when every value is finite.
+
+Also home of what every command shares: :func:`load_model`, which turns ``--model PATH`` into a
+``TextEncoder`` with a one-line error instead of a Hugging Face traceback, and the output checks
+:func:`check_output_file` / :func:`check_output_folder`, run before any work starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -17,13 +26,25 @@ import numpy as np
 import typer
 
 from contrastext.cli import app
-from contrastext.errors import ContrastextError, DataFormatError, MissingDataError
+from contrastext.errors import (
+    ContrastextError,
+    DataFormatError,
+    EmptyDataError,
+    MissingDataError,
+    NonFiniteError,
+)
+
+TRUST_REMOTE_CODE_HELP = (
+    "Allow running Python code shipped with the model folder (config.json auto_map). Off by default: "
+    "only for a folder you trust."
+)
 
 
-def load_model(model: str | Path):
+def load_model(model: str | Path, trust_remote_code: bool = False):
     """Load a saved model folder (ours or sentence-transformers', or a plain Hugging Face one).
 
-    Raises ContrastextError naming the path when it is missing or holds no loadable model.
+    Raises ContrastextError naming the path when it is missing or holds no loadable model; no code from
+    the folder is run unless ``trust_remote_code``.
     """
     from contrastext.models.encoder import TextEncoder
 
@@ -33,28 +54,146 @@ def load_model(model: str | Path):
     if not path.is_dir():
         raise ContrastextError(f"model {model}: not a folder (give the folder of a saved model)")
     try:
-        return TextEncoder.load(path)
+        with _quiet_loading():
+            return TextEncoder.load(path, trust_remote_code=trust_remote_code)
     except ContrastextError:
         raise
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
+    except Exception as error:  # a hostile folder can make transformers fail in any way: one line, no traceback
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ContrastextError(f"model {model}: cannot load a model from this folder ({reason})") from error
+        raise ContrastextError(
+            f"model {model}: cannot load a model from this folder ({type(error).__name__}: {reason})"
+        ) from error
+
+
+@contextlib.contextmanager
+def _quiet_loading():
+    """No Hugging Face progress bars while the weights load (they are noise on stderr for a CLI)."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
 
 
 def read_texts(path: Path) -> list[str]:
-    """One text a line (UTF-8). A blank line is a DataFormatError naming the file and line."""
+    """One text a line (UTF-8): line i of the file is text i.
+
+    Only ``\\n`` ends a line; a trailing ``\\r`` (CRLF files) is dropped and a UTF-8 byte-order mark at the
+    start is ignored. A blank line or undecodable bytes are a DataFormatError naming the file and line.
+    """
+    from contrastext.data.readers.lines import iter_lines
+
+    if path.is_dir():
+        raise MissingDataError(f"input file {path} is a folder: give a text file, one text a line")
     if not path.is_file():
         raise MissingDataError(f"input file {path} does not exist")
     texts = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
-                raise DataFormatError(path, number, "empty line: give one non-empty text a line")
-            texts.append(text)
+    for number, text in iter_lines(path):
+        if not text.strip():
+            raise DataFormatError(path, number, "empty line: give one non-empty text a line")
+        texts.append(text)
     if not texts:
-        raise DataFormatError(path, None, "the file holds no text")
+        raise EmptyDataError(f"{path}: the file holds no text")
     return texts
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its closest ancestor that exists."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path(".")
+
+
+def _check_writable_folder(folder: Path, option: str, target: Path) -> None:
+    """The folder that will hold ``target`` exists (or can be created) and accepts a new file."""
+    existing = _nearest_existing(folder)
+    if not existing.is_dir():
+        raise ContrastextError(f"{option} {target}: {existing} is a file, not a folder, so nothing can be written under it")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".contrastext-write-test-"):
+            pass
+    except OSError as error:
+        raise ContrastextError(f"{option} {target}: cannot write in {folder} ({error.strerror or error})") from None
+
+
+def check_output_file(path: Path, option: str) -> Path:
+    """Fail now, before any work, unless ``path`` can be written as a file (its folders are created).
+
+    A folder, a path under a file, a read-only folder or a read-only existing file is a ContrastextError
+    naming ``option`` and the path.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ContrastextError(f"{option} {path}: is a folder; give a file path")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ContrastextError(f"{option} {path}: the file exists and is read-only")
+    if path.exists() and not path.is_file():
+        return path  # a device or a pipe (/dev/null): written in place
+    _check_writable_folder(_real(path).parent, option, path)
+    return path
+
+
+def check_output_folder(path: Path, option: str) -> Path:
+    """Fail now unless ``path`` is (or can be created as) a folder that accepts new files."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ContrastextError(f"{option} {path}: is a file; give a folder")
+    _check_writable_folder(path, option, path)
+    return path
+
+
+def _new_file_mode() -> int:
+    """The permissions ``open(path, "w")`` would give a new file under the current umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _real(path: Path) -> Path:
+    """``path`` with symbolic links resolved, so that writing replaces the file a link points at, not the link."""
+    return Path(os.path.realpath(path))
+
+
+def write_file_atomically(path: Path, write, option: str) -> None:
+    """``write(handle)`` into a temporary file beside ``path``, then rename it to exactly ``path``.
+
+    A reader never sees half a file, and a failed write leaves the old file. A symbolic link is followed;
+    a device or a pipe (``/dev/null``) is written in place.
+    """
+    target = _real(Path(path))
+    try:
+        if target.exists() and not target.is_file():
+            with open(target, "wb") as handle:
+                write(handle)
+            return
+        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                write(handle)
+            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode())
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    except OSError as error:
+        raise ContrastextError(f"{option} {path}: cannot write the file ({error.strerror or error})") from None
+
+
+def check_finite(embeddings: np.ndarray, texts: list[str], source: str) -> None:
+    """NonFiniteError naming the first bad row (line) when any embedding holds NaN or infinity."""
+    bad_rows = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
+    if bad_rows.size:
+        first = int(bad_rows[0])
+        raise NonFiniteError(
+            f"the model produced NaN or infinite embeddings for {bad_rows.size} of {len(texts)} texts "
+            f"(first: {source}:{first + 1}); its weights are probably diverged: nothing was written"
+        )
 
 
 @app.command("encode")
@@ -63,11 +202,21 @@ def encode_command(
         str, typer.Option("--model", "-m", help="Folder of a saved model (ours, sentence-transformers or Hugging Face).")
     ],
     input: Annotated[
-        Path, typer.Option("--input", "-i", help="UTF-8 text file, one text a line; blank lines are an error.")
+        Path,
+        typer.Option(
+            "--input",
+            "-i",
+            help="UTF-8 text file, one text a line (only \\n ends a line); blank lines are an error.",
+        ),
     ],
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Where to write the embeddings: a float32 .npy of shape (texts, dim)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Where to write the embeddings: a float32 .npy matrix of shape (texts, dim), written to exactly "
+            "this path (no suffix is added).",
+        ),
     ],
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per forward pass.")] = 64,
     normalize: Annotated[
@@ -80,13 +229,16 @@ def encode_command(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar on stderr while encoding.")
     ] = True,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help=TRUST_REMOTE_CODE_HELP)] = False,
 ) -> None:
     """Embed every line of --input with --model and save the matrix to --output (.npy, row i = line i)."""
+    check_output_file(output, "--output")
     texts = read_texts(input)
-    encoder = load_model(model)
+    encoder = load_model(model, trust_remote_code=trust_remote_code)
     embeddings = encoder.encode(
         texts, batch_size=batch_size, normalize=normalize, convert_to="numpy", show_progress=progress
     )
-    output.parent.mkdir(parents=True, exist_ok=True)
-    np.save(output, np.asarray(embeddings, dtype=np.float32))
-    typer.echo(f"wrote {output} ({len(texts)} x {np.shape(embeddings)[1]})", err=True)
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    check_finite(embeddings, texts, str(input))
+    write_file_atomically(output, lambda handle: np.save(handle, embeddings), "--output")
+    typer.echo(f"wrote {output} ({len(texts)} x {embeddings.shape[1]})", err=True)

@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +19,12 @@ from rich.console import Console
 from rich.table import Table
 
 from contrastext.cli import app
-from contrastext.cli.encode_command import load_model
+from contrastext.cli.encode_command import (
+    TRUST_REMOTE_CODE_HELP,
+    check_output_file,
+    load_model,
+    write_file_atomically,
+)
 from contrastext.data.root import resolve_data_root
 from contrastext.errors import ContrastextError
 from contrastext.evaluation.suite import STS_SUITE, check_task_specs, evaluate_tasks
@@ -43,6 +49,29 @@ def parse_task_list(tasks: str) -> list[str]:
 METRIC_COLUMNS = ("spearman", "pearson", "accuracy", "f1", "mcc")
 
 
+def json_ready(value, where: str = "", undefined: list[str] | None = None):
+    """``value`` with every NaN or infinite float replaced by None (JSON ``null``); their keys go to ``undefined``.
+
+    JSON has no NaN: ``json.dumps`` would write a bare ``NaN`` that strict readers reject.
+    """
+    if isinstance(value, dict):
+        return {key: json_ready(item, f"{where}.{key}" if where else str(key), undefined) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(item, f"{where}[{index}]", undefined) for index, item in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        if undefined is not None:
+            undefined.append(where)
+        return None
+    return value
+
+
+def results_json(results: dict) -> tuple[str, list[str]]:
+    """The results as strict JSON text, and the keys whose value was undefined (written as null)."""
+    undefined: list[str] = []
+    text = json.dumps(json_ready(results, undefined=undefined), indent=2, allow_nan=False) + "\n"
+    return text, undefined
+
+
 def results_table(results: dict) -> Table:
     """One row per task: split, n and the metrics any task reports (Spearman/Pearson, accuracy/F1/MCC)."""
     table = Table(title="contrastext eval (scores x100)")
@@ -51,6 +80,8 @@ def results_table(results: dict) -> Table:
         table.add_column(column, justify="left" if column in ("task", "split") else "right")
 
     def cell(result: dict, key: str) -> str:
+        if key in result and (result[key] is None or (isinstance(result[key], float) and math.isnan(result[key]))):
+            return "n/a"  # an undefined correlation (constant scores)
         value = result.get(key)
         return "" if value is None else (str(value) if isinstance(value, int) else f"{value:.2f}")
 
@@ -109,17 +140,20 @@ def eval_command(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show progress (task names, encoding bars) on stderr.")
     ] = True,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help=TRUST_REMOTE_CODE_HELP)] = False,
 ) -> None:
     """Evaluate --model on --tasks; print a table and optionally write JSON. Scores are x100.
 
     Without a split a task uses its default one (test for the STS suite sts12-16, stsb, sickr). STS tasks are scored by Spearman/Pearson of the cosine of the two embeddings; classification tasks (sst2, mrpc, cola...) by a logistic-regression probe on frozen embeddings (accuracy, F1, MCC; C picked on dev, or by 5-fold CV on train when dev is the evaluated split).
 
-    Results are keyed by task NAME and the split is a field, so give each task once: stsb:dev gives "stsb": {"split": "dev", "spearman", "pearson", "n"}. JSON shape: {"model", "tasks": {NAME: {...}}, "average": {"spearman", "pearson"}}, the average taken over the STS tasks.
+    Results are keyed by task NAME and the split is a field, so give each task once: stsb:dev gives "stsb": {"split": "dev", "spearman", "pearson", "n"}. JSON shape: {"model", "tasks": {NAME: {...}}, "average": {"spearman", "pearson"}}, the average taken over the STS tasks. An undefined correlation (constant gold scores) is written as null, with a warning.
     """
     specs = parse_task_list(tasks)
     check_task_specs(specs)  # bad task names and a missing data root fail before the model is loaded
     resolve_data_root(data_root)
-    encoder = load_model(model)
+    if json_path is not None:
+        check_output_file(json_path, "--json")  # before the evaluation, so results are never lost at the end
+    encoder = load_model(model, trust_remote_code=trust_remote_code)
     stderr = Console(stderr=True)
     evaluated = evaluate_tasks(
         encoder,
@@ -137,6 +171,8 @@ def eval_command(
     stdout.print(f"model: {model}", soft_wrap=True, markup=False)
     stdout.print(results_table(results))
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        stderr.print(f"wrote {json_path}")
+        text, undefined = results_json(results)
+        for key in undefined:
+            stderr.print(f"warning: {key} is undefined (constant scores?); written as null", markup=False)
+        write_file_atomically(json_path, lambda handle: handle.write(text.encode("utf-8")), "--json")
+        stderr.print(f"wrote {json_path}", markup=False)

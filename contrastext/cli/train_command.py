@@ -41,7 +41,11 @@ def print_summary(summary: dict) -> None:
     metrics = summary.get("metrics") or {}
     spread = summary.get("metrics_std") or {}  # several seeds: mean ± sample std
     if metrics:
-        typer.echo("final metrics (best checkpoint" + (", mean ± std over seeds):" if spread else "):"))
+        selected = summary.get("best_step") is not None or any(
+            run.get("best_step") is not None for run in (summary.get("runs") or {}).values()
+        )
+        which = "best checkpoint" if selected else "last weights"
+        typer.echo(f"final metrics ({which}" + (", mean ± std over seeds):" if spread else "):"))
         for name, value in sorted(metrics.items()):
             shown = f"{value:.4f}" if isinstance(value, float) else str(value)
             if name in spread:

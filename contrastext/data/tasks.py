@@ -26,12 +26,18 @@ from typing import Literal, TypeVar
 from contrastext.data import formats
 from contrastext.data.examples import Example
 from contrastext.data.root import DATA_ROOT_VARIABLE, resolve_data_root
-from contrastext.errors import ContrastextError, MissingDataError, UnknownNameError
+from contrastext.errors import ContrastextError, EmptyDataError, MissingDataError, UnknownNameError
 
 TaskKind = Literal["sts", "single", "pair", "regression", "sentences", "triplets"]
 Metric = Literal["spearman", "accuracy", "f1", "matthews", "pearson"]
 Reader = Callable[[Path], list[Example]]
 SubsetReader = Callable[[Path], dict[str, list[Example]]]
+ScoreRange = tuple[float, float]
+
+STS_RANGE: ScoreRange = (0.0, 5.0)
+"""Gold scores of STS12-16, the STS benchmark and its GLUE / minBERT copies."""
+SICK_RANGE: ScoreRange = (1.0, 5.0)
+"""SICK relatedness scores."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,8 @@ class Task:
 
     ``splits`` maps a split name to candidate paths relative to the data root, most preferred first.
     ``reader(path)`` reads one split; ``subset_reader(path)``, when set (STS12-16), reads it as named
-    subsets. ``metric`` is None for training-only data (sentences, triplets).
+    subsets. ``metric`` is None for training-only data (sentences, triplets). ``score_range`` (similarity
+    tasks) bounds the gold scores: :func:`load_task` passes it to the reader, which rejects a score outside it.
     """
 
     name: str
@@ -53,6 +60,7 @@ class Task:
     reader: Reader
     subset_reader: SubsetReader | None = None
     description: str = ""
+    score_range: ScoreRange | None = None
 
 
 @dataclass
@@ -80,6 +88,7 @@ def _sts_year(year: int) -> Task:
         reader=formats.read_senteval_sts,
         subset_reader=formats.read_senteval_sts_subsets,
         description=f"SemEval STS 20{year} (SentEval layout), all subsets present in the folder",
+        score_range=STS_RANGE,
     )
 
 
@@ -104,6 +113,7 @@ TASKS: dict[str, Task] = {
             default_split="test",
             reader=formats.read_stsb_csv,
             description="STS benchmark release (scores 0-5)",
+            score_range=STS_RANGE,
         ),
         *(_sts_year(year) for year in (12, 13, 14, 15, 16)),
         Task(
@@ -120,6 +130,7 @@ TASKS: dict[str, Task] = {
             default_split="test",
             reader=formats.read_sick,
             description="SICK relatedness (scores 1-5); dev is SICK_trial",
+            score_range=SICK_RANGE,
         ),
         Task(
             name="stsb-glue",
@@ -131,6 +142,7 @@ TASKS: dict[str, Task] = {
             default_split="dev",
             reader=formats.read_glue_stsb,
             description="GLUE STS-B as regression (scores 0-5)",
+            score_range=STS_RANGE,
         ),
         Task(
             name="sst2",
@@ -267,6 +279,7 @@ TASKS: dict[str, Task] = {
             default_split="dev",
             reader=formats.read_minbert_sts,
             description="CS224N minBERT STS (similarity 0-5)",
+            score_range=STS_RANGE,
         ),
         Task(
             name="minbert-quora",
@@ -319,18 +332,34 @@ def load_task(
     """Read one split of a task from the data root (``data_root``, else ``$CONTRASTEXT_DATA``).
 
     ``split`` picks the split when ``spec_or_task`` does not; naming two different splits is an error.
-    A missing file raises MissingDataError naming the expected path(s) and where the root came from.
+    A missing file raises MissingDataError naming the expected path(s) and where the root came from; a
+    split without a single example (an empty file, a header only, every row skipped) raises EmptyDataError;
+    a gold score outside the task's ``score_range`` raises DataFormatError naming the file and line.
     """
     task, split = _task_and_split(spec_or_task, split)
     root = resolve_data_root(data_root)
     path = _existing_path(task, split, root, from_argument=data_root is not None)
+    options = {"score_range": task.score_range} if task.score_range is not None else {}
     if task.subset_reader is not None:
-        subsets = task.subset_reader(path)
+        subsets = task.subset_reader(path, **options)
         examples = [example for subset in subsets.values() for example in subset]
         skipped = sum(getattr(subset, "skipped", 0) for subset in subsets.values())
+        _require_examples(task, split, path, examples, [])
         return TaskData(task, split, examples, dict(subsets), skipped, path)
-    examples = task.reader(path)
+    examples = task.reader(path, **options)
+    _require_examples(task, split, path, examples, getattr(examples, "skipped_sources", []))
     return TaskData(task, split, examples, None, getattr(examples, "skipped", 0), path)
+
+
+def _require_examples(task: Task, split: str, path: Path, examples: list, skipped: list[str]) -> None:
+    """EmptyDataError naming the file when a split holds no example at all."""
+    if examples:
+        return
+    if skipped:
+        reason = f"every row was skipped ({len(skipped)}; first: {skipped[0]})"
+    else:
+        reason = "no example: the file is empty or holds a header only"
+    raise EmptyDataError(f"{path}: {task.name}:{split}: {reason}")
 
 
 def _task_and_split(spec_or_task: str | Task, split: str | None) -> tuple[Task, str]:

@@ -32,7 +32,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from contrastext.data.examples import Example
-from contrastext.errors import MissingDataError
+from contrastext.errors import DataFormatError, MissingDataError
 from contrastext.evaluation.metrics import (
     accuracy,
     canonical_metric_name,
@@ -66,8 +66,27 @@ def _labels(examples: Sequence[Example], name: str) -> np.ndarray:
     for index, example in enumerate(examples):
         if example.label is None:
             where = example.source or f"{name} example {index}"
-            raise ValueError(f"{where}: the probe needs a class label, got none")
+            raise DataFormatError(where, None, "the probe needs a class label, got none")
     return np.asarray([int(example.label) for example in examples])
+
+
+def check_probe_training(train: Sequence[Example], path, cross_validated: bool, subsampled: bool) -> None:
+    """DataFormatError naming the training file when the probe cannot be fitted on ``train``.
+
+    It needs two classes at least, and for cross-validation two examples of every class.
+    """
+    labels = [example.label for example in train if example.label is not None]
+    classes, counts = np.unique(np.asarray(labels, dtype=np.int64), return_counts=True)
+    hint = " (after --max-train's subsampling: raise it)" if subsampled else ""
+    if len(classes) < 2:
+        raise DataFormatError(
+            path, None, f"the probe needs at least 2 classes in the training labels, found {classes.tolist()}{hint}"
+        )
+    if cross_validated and counts.min() < 2:
+        rare = classes[counts < 2].tolist()
+        raise DataFormatError(
+            path, None, f"cross-validation needs at least 2 training examples of every class; class(es) {rare} have 1{hint}"
+        )
 
 
 def _classifier(C: float, seed: int) -> Pipeline:
@@ -206,19 +225,24 @@ def evaluate_classification(
         raise ValueError(f"task {task.name} has kind {task.kind!r}; the probe handles {CLASSIFICATION_KINDS}")
     if split == "train":
         raise ValueError(f"{spec}: the probe trains on the train split; evaluate another split")
-    evaluated = load_task(spec, data_root).examples
+    evaluated_data = load_task(spec, data_root)
+    evaluated = evaluated_data.examples
     held_out = None
     try:
-        train = load_task(f"{task.name}:train", data_root).examples
+        train_data = load_task(f"{task.name}:train", data_root)
+        train, train_path = train_data.examples, train_data.path
     except MissingDataError:
         # Only one labelled split (QNLI dev, the QQP subset): train on part of it, evaluate on the rest.
         train, evaluated = holdout_split(evaluated, HOLDOUT_FRACTION, seed=seed)
+        train_path = evaluated_data.path
         held_out = f"{HOLDOUT_FRACTION:.0%} of {split} held out (seed {seed}); no train split found"
     test = evaluated[:limit]
+    subsampled = max_train is not None and max_train < len(train)
     train = _subsample(train, max_train, seed)
     dev = None
     if held_out is None and split != "dev" and "dev" in task.splits:
         dev = _subsample(load_task(f"{task.name}:dev", data_root).examples, max_train, seed)
+    check_probe_training(train, train_path, cross_validated=not dev, subsampled=subsampled)
     result = evaluate_probe(
         encode, train, test, kind=task.kind, dev=dev, metric=task.metric, batch_size=batch_size, seed=seed
     )

@@ -14,6 +14,10 @@ STS12–STS16 come in subsets (e.g. STS12: MSRpar, MSRvid, SMTeuroparl, ...). Tw
 Both appear in papers and differ by a few points, so the result names the one used and always lists
 the per-subset numbers.
 
+A correlation is undefined when the gold scores (or the predictions) of a set of pairs are constant: it is
+reported as ``None`` (JSON ``null``) with a warning, never as NaN; a headline built on an undefined subset
+correlation (``wmean``) is ``None`` too. Embeddings holding NaN or infinity raise ``NonFiniteError``.
+
 Example::
 
     >>> result = evaluate_sts(encoder.encode, pairs, batch_size=64)
@@ -23,6 +27,9 @@ Example::
 
 from __future__ import annotations
 
+import logging
+import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -30,7 +37,10 @@ import numpy as np
 from sklearn.metrics.pairwise import paired_cosine_distances
 
 from contrastext.data.examples import Example
+from contrastext.errors import EmptyDataError, NonFiniteError
 from contrastext.evaluation.metrics import pearson, spearman
+
+logger = logging.getLogger("contrastext.evaluation")
 
 # Any callable ``encode(texts, batch_size=N) -> array (len(texts), dim)``, e.g. ``TextEncoder.encode``.
 EncodeFn = Callable[..., np.ndarray]
@@ -49,7 +59,18 @@ def embed_unique(encode: EncodeFn, texts: Sequence[str], batch_size: int = 64) -
             f"encode returned shape {tuple(embeddings.shape)} for {len(unique)} texts; "
             f"expected ({len(unique)}, dim)"
         )
+    check_finite_embeddings(embeddings, unique)
     return dict(zip(unique, embeddings, strict=True))
+
+
+def check_finite_embeddings(embeddings: np.ndarray, texts: Sequence[str]) -> None:
+    """NonFiniteError when any embedding holds NaN or infinity (a diverged model): no score is computed from it."""
+    bad = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
+    if bad.size:
+        raise NonFiniteError(
+            f"the model produced NaN or infinite embeddings for {bad.size} of {len(texts)} texts "
+            f"(e.g. {texts[int(bad[0])][:60]!r}); its weights are probably diverged"
+        )
 
 
 def _to_numpy(values) -> np.ndarray:
@@ -61,7 +82,7 @@ def _to_numpy(values) -> np.ndarray:
 def check_scored_pairs(pairs: Sequence[Example]) -> None:
     """Raise ``ValueError`` naming the first example that is not a pair with a numeric score."""
     if not pairs:
-        raise ValueError("no scored pairs to evaluate")
+        raise EmptyDataError("no scored pairs to evaluate")
     for index, example in enumerate(pairs):
         if len(example.texts) != 2 or example.label is None:
             where = example.source or f"example {index}"
@@ -78,13 +99,35 @@ def cosine_predictions(pairs: Sequence[Example], embeddings: dict[str, np.ndarra
     return 1.0 - paired_cosine_distances(left, right)
 
 
-def correlations(predictions: np.ndarray, scores: Sequence[float]) -> dict[str, float | int]:
-    """``{"spearman", "pearson", "n"}`` with the correlations ×100."""
-    return {
-        "spearman": spearman(predictions, scores, percent=True),
-        "pearson": pearson(predictions, scores, percent=True),
-        "n": len(predictions),
-    }
+def _undefined_reason(predictions: np.ndarray, scores: Sequence[float]) -> str:
+    if len(predictions) < 2:
+        return f"only {len(predictions)} pair"
+    if np.ptp(np.asarray(scores, dtype=np.float64)) == 0:
+        return "the gold scores are constant"
+    if np.ptp(np.asarray(predictions, dtype=np.float64)) == 0:
+        return "the predictions are constant"
+    return "a degenerate input"
+
+
+def correlations(predictions: np.ndarray, scores: Sequence[float], where: str = "") -> dict[str, float | int | None]:
+    """``{"spearman", "pearson", "n"}`` with the correlations ×100; None (with a warning) where undefined."""
+    result: dict[str, float | int | None] = {"spearman": math.nan, "pearson": math.nan, "n": len(predictions)}
+    if len(predictions) >= 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scipy's ConstantInputWarning: reported below, once, in our words
+            result["spearman"] = spearman(predictions, scores, percent=True)
+            result["pearson"] = pearson(predictions, scores, percent=True)
+    undefined = [key for key in ("spearman", "pearson") if not math.isfinite(result[key])]
+    if undefined:
+        logger.warning(
+            "%s%s undefined over %d pairs (%s): reported as null",
+            f"{where}: " if where else "",
+            " and ".join(undefined),
+            len(predictions),
+            _undefined_reason(predictions, scores),
+        )
+        result.update({key: None for key in undefined})
+    return result
 
 
 def evaluate_sts(
@@ -120,16 +163,25 @@ def evaluate_sts(
         return correlations(cosine_predictions(pairs, embeddings), [float(e.label) for e in pairs])
 
     per_subset = {
-        name: correlations(cosine_predictions(subset, embeddings), [float(e.label) for e in subset])
+        name: correlations(cosine_predictions(subset, embeddings), [float(e.label) for e in subset], name)
         for name, subset in subsets.items()
     }
     if aggregation == "all":
         headline = correlations(cosine_predictions(pairs, embeddings), [float(e.label) for e in pairs])
     else:
-        total = sum(result["n"] for result in per_subset.values())
-        headline = {
-            key: float(sum(result[key] * result["n"] for result in per_subset.values()) / total)
-            for key in ("spearman", "pearson")
-        }
-        headline["n"] = total
+        headline = weighted_mean(per_subset)
     return {**headline, "aggregation": aggregation, "subsets": per_subset}
+
+
+def weighted_mean(per_subset: dict[str, dict]) -> dict[str, float | int | None]:
+    """SentEval's pair-weighted mean of the subsets' correlations; None when a subset's is undefined."""
+    total = sum(result["n"] for result in per_subset.values())
+    headline: dict[str, float | int | None] = {"n": total}
+    for key in ("spearman", "pearson"):
+        undefined = [name for name, result in per_subset.items() if result[key] is None]
+        if undefined:
+            logger.warning("wmean %s undefined: subset(s) %s have none; reported as null", key, ", ".join(undefined))
+            headline[key] = None
+        else:
+            headline[key] = float(sum(result[key] * result["n"] for result in per_subset.values()) / total)
+    return {"spearman": headline["spearman"], "pearson": headline["pearson"], "n": total}

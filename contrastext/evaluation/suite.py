@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -37,6 +38,8 @@ from contrastext.evaluation.classification import (
     evaluate_classification,
 )
 from contrastext.evaluation.sts import AGGREGATIONS, evaluate_sts
+
+logger = logging.getLogger("contrastext.evaluation")
 
 # The seven STS tasks of SimCSE's Table 1, scored on their test splits.
 STS_SUITE: tuple[str, ...] = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
@@ -158,12 +161,24 @@ def check_task_specs(specs: Sequence[str]) -> None:
         )
 
 
-def average_similarity(tasks: dict[str, dict]) -> dict[str, float]:
-    """Plain mean of Spearman and Pearson over the tasks that report them (empty dict when none do)."""
-    similarity = [result for result in tasks.values() if "spearman" in result]
+def average_similarity(tasks: dict[str, dict]) -> dict[str, float | None]:
+    """Plain mean of Spearman and Pearson over the tasks that report them (empty dict when none do).
+
+    A task whose correlation is undefined (None: constant gold scores) makes that average None, with a
+    warning: an average over fewer tasks would not be comparable.
+    """
+    similarity = {name: result for name, result in tasks.items() if "spearman" in result}
     if not similarity:
         return {}
-    return {key: float(np.mean([result[key] for result in similarity])) for key in ("spearman", "pearson")}
+    average: dict[str, float | None] = {}
+    for key in ("spearman", "pearson"):
+        undefined = [name for name, result in similarity.items() if result.get(key) is None]
+        if undefined:
+            logger.warning("average %s undefined: %s has none; reported as null", key, ", ".join(undefined))
+            average[key] = None
+        else:
+            average[key] = float(np.mean([result[key] for result in similarity.values()]))
+    return average
 
 
 def evaluate_sts_suite(encoder, data_root: str | os.PathLike | None = None, **options) -> dict:

@@ -26,7 +26,10 @@ Example::
 from __future__ import annotations
 
 import inspect
+import json
+import logging
 import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,14 +37,25 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, AutoTokenizer
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-from contrastext.errors import ConfigError, MissingDataError, UnknownNameError
+from contrastext.errors import (
+    ConfigError,
+    CorruptFileError,
+    MissingDataError,
+    UnknownNameError,
+    UnsafeLoadError,
+)
 from contrastext.models.pooling import check_pooling_name, needs_hidden_states, pool
 from contrastext.models.projection import Projection, build_projection
 from contrastext.models.st_format import read_st_folder, write_st_folder
+from contrastext.models.weights import check_backbone_weights, first_line, refused_pickle
+
+logger = logging.getLogger("contrastext.models")
 
 OUTPUT_KINDS: tuple[str, ...] = ("numpy", "torch")
 DEFAULT_POOLING = "mean"
@@ -76,10 +90,61 @@ def _check_texts(texts: Any) -> list[str]:
     return texts
 
 
+def position_limit(backbone: nn.Module) -> int | None:
+    """The longest input, in tokens, the backbone's position embeddings allow; None when it has no such limit.
+
+    ``max_position_embeddings`` of its config, less the offset of RoBERTa-style positions (they start after
+    the padding index).
+    """
+    limit = getattr(backbone.config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return None
+    padding_idx = getattr(getattr(backbone, "embeddings", None), "padding_idx", None)
+    if isinstance(padding_idx, int) and padding_idx >= 0:
+        limit -= padding_idx + 1
+    return limit if limit > 0 else None
+
+
 def _default_max_length(backbone: nn.Module, tokenizer: Any) -> int:
-    limits = [getattr(backbone.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    limits = [position_limit(backbone), getattr(tokenizer, "model_max_length", None)]
     limits = [int(limit) for limit in limits if limit is not None and 0 < limit < 1_000_000]
     return min(limits) if limits else 512
+
+
+def _check_max_length(max_length: int, limit: int | None, what: str) -> int:
+    """``max_length`` itself; ConfigError when it is below 1 or above the model's position limit."""
+    if max_length < 1:
+        raise ConfigError(f"{what} must be at least 1, got {max_length}")
+    if limit is not None and max_length > limit:
+        raise ConfigError(
+            f"{what} {max_length} is above the model's position limit of {limit} tokens "
+            "(max_position_embeddings in its config.json): give at most that"
+        )
+    return max_length
+
+
+def _clamped_folder_length(max_length: int | None, limit: int | None, source: str) -> int | None:
+    """A max_seq_length read from a model folder, lowered to the position limit with a warning when above it."""
+    if max_length is None or limit is None or max_length <= limit:
+        return max_length
+    logger.warning(
+        "%s: max_seq_length %d is above the model's position limit of %d tokens; using %d",
+        source, max_length, limit, limit,
+    )
+    return limit
+
+
+def _check_vocabulary(backbone: nn.Module, tokenizer: Any) -> None:
+    """ConfigError when the tokenizer can produce ids past the rows of the model's word-embedding matrix."""
+    embeddings = backbone.get_input_embeddings()
+    rows = getattr(embeddings, "num_embeddings", None)
+    if rows is None and getattr(embeddings, "weight", None) is not None:
+        rows = embeddings.weight.shape[0]
+    if rows is not None and len(tokenizer) > rows:
+        raise ConfigError(
+            f"the tokenizer has {len(tokenizer)} tokens but the model's embedding matrix has {rows} rows "
+            f"(vocab_size): ids from {rows} on would index past it; use the tokenizer the model was trained with"
+        )
 
 
 def _source(name_or_path: str | os.PathLike, subfolder: str) -> tuple[str, dict[str, str]]:
@@ -89,17 +154,101 @@ def _source(name_or_path: str | os.PathLike, subfolder: str) -> tuple[str, dict[
     return str(name_or_path), ({"subfolder": subfolder} if subfolder else {})
 
 
-def _load_tokenizer(name_or_path: str | os.PathLike, subfolder: str = "") -> Any:
+def _local_json(source: str, name: str) -> dict | None:
+    """A JSON object file of a local source folder; None when absent or unreadable (transformers reports those)."""
+    path = Path(source) / name
+    if not path.is_file():
+        return None
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return content if isinstance(content, dict) else None
+
+
+def _check_remote_code(source: str, trust_remote_code: bool) -> None:
+    """Refuse a local folder whose config.json maps the model to its own Python code, unless trusted.
+
+    When the ``model_type`` is one transformers knows, its built-in classes are used (the folder's code is
+    never run) with a warning; otherwise nothing can be loaded without running the code: UnsafeLoadError.
+    """
+    config = _local_json(source, "config.json")
+    if trust_remote_code or config is None or "auto_map" not in config:
+        return
+    model_type = config.get("model_type")
+    if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
+        logger.warning(
+            "%s: config.json maps the model to custom code (auto_map); it is not run: the built-in %r classes "
+            "are used (pass trust_remote_code=True / --trust-remote-code to run the folder's code)",
+            source, model_type,
+        )
+        return
+    raise UnsafeLoadError(
+        f"{Path(source) / 'config.json'}: the model needs its own Python code (auto_map, model_type "
+        f"{model_type!r}); contrastext does not run code from model folders unless you pass "
+        "trust_remote_code=True (--trust-remote-code), and only for a folder you trust"
+    )
+
+
+def _remote_code_refused(source: str, error: BaseException) -> UnsafeLoadError | None:
+    """transformers' "pass trust_remote_code=True" ValueError as our one-line UnsafeLoadError (else None)."""
+    if "trust_remote_code" not in str(error):
+        return None
+    return UnsafeLoadError(
+        f"{source}: loading needs the folder's own Python code; contrastext does not run it unless you pass "
+        "trust_remote_code=True (--trust-remote-code), and only for a folder you trust"
+    )
+
+
+def _check_tokenizer_files(tokenizer: Any, source: str) -> None:
+    """A local folder must hold the tokenizer's files: transformers would build an empty one without them."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return
+    expected = sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()))
+    if expected and not any((folder / name).is_file() for name in expected):
+        raise MissingDataError(
+            f"no tokenizer files in {folder} (expected {' or '.join(expected)}): save the tokenizer with the "
+            "model (tokenizer.save_pretrained), or copy its files into the folder"
+        )
+
+
+def _load_tokenizer(name_or_path: str | os.PathLike, subfolder: str = "", trust_remote_code: bool = False) -> Any:
     source, kwargs = _source(name_or_path, subfolder)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **kwargs)
     except (OSError, ValueError) as error:
-        raise MissingDataError(f"no tokenizer at {source!r} ({error})") from error
+        refused = _remote_code_refused(source, error)
+        if refused is not None:
+            raise refused from None
+        raise MissingDataError(f"no tokenizer at {source!r} ({first_line(error)})") from error
+    _check_tokenizer_files(tokenizer, source)
     if tokenizer.pad_token is None:
         if tokenizer.eos_token is None:
             raise ConfigError(f"the tokenizer at {source!r} has neither a pad nor an eos token to pad with")
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def _load_backbone(source: str, kwargs: dict[str, str], trust_remote_code: bool) -> nn.Module:
+    """``AutoModel.from_pretrained`` with remote code off by default and one-line errors naming the files."""
+    _check_remote_code(source, trust_remote_code)
+    check_backbone_weights(source)
+    try:
+        return AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code, **kwargs)
+    except pickle.UnpicklingError as error:
+        pickled = Path(source) / "pytorch_model.bin"
+        raise refused_pickle(pickled if pickled.is_file() else source, error) from None
+    except SafetensorError as error:
+        raise CorruptFileError(source, None, f"cannot read its safetensors weights ({first_line(error)})") from None
+    except (OSError, ValueError) as error:  # ValueError: not a folder and not a valid hub name
+        refused = _remote_code_refused(source, error)
+        if refused is not None:
+            raise refused from None
+        raise MissingDataError(
+            f"no model at {source!r}: not a folder with config.json and weights, nor a reachable hub name "
+            f"({first_line(error)})"
+        ) from error
 
 
 class TextEncoder(nn.Module):
@@ -138,7 +287,14 @@ class TextEncoder(nn.Module):
             )
         self.projection_at_inference = bool(projection_at_inference)
         self.normalize = bool(normalize)
-        self.max_seq_length = int(max_seq_length) if max_seq_length else _default_max_length(backbone, tokenizer)
+        _check_vocabulary(backbone, tokenizer)
+        self.position_limit = position_limit(backbone)
+        """The longest input in tokens the backbone allows (None: no limit); see :func:`position_limit`."""
+        self.max_seq_length = (
+            _check_max_length(int(max_seq_length), self.position_limit, "max_seq_length")
+            if max_seq_length is not None
+            else _default_max_length(backbone, tokenizer)
+        )
         parameters = inspect.signature(backbone.forward).parameters
         self._accepts_token_type_ids = "token_type_ids" in parameters
 
@@ -153,6 +309,7 @@ class TextEncoder(nn.Module):
         projection: str | dict[str, Any] | Projection | None = None,
         projection_at_inference: bool | None = None,
         normalize: bool | None = None,
+        trust_remote_code: bool = False,
     ) -> TextEncoder:
         """A backbone from a local folder or hub name; a sentence-transformers folder sets the defaults.
 
@@ -160,22 +317,24 @@ class TextEncoder(nn.Module):
         pooling (else ``"mean"``), max_seq_length (else the model's limit), normalisation (else
         False), and a saved projection with its ``projection_at_inference`` flag. A ``projection``
         argument replaces any saved one.
+
+        Safety: code shipped with the model (``auto_map`` in config.json) is never run unless
+        ``trust_remote_code=True``; ``.bin`` weights are unpickled with ``weights_only=True``; damaged
+        weight files and a folder without tokenizer files are one-line errors naming the file.
+        Lengths: an explicit ``max_seq_length`` above the model's position limit is a ConfigError; the
+        folder's own value is lowered to the limit with a warning.
         """
         if pooling is not None:
             check_pooling_name(pooling)
         folder = read_st_folder(name_or_path)
         subfolder = folder.backbone_subfolder if folder is not None else ""
         source, kwargs = _source(name_or_path, subfolder)
-        try:
-            backbone = AutoModel.from_pretrained(source, **kwargs)
-        except (OSError, ValueError) as error:  # ValueError: not a folder and not a valid hub name
-            raise MissingDataError(
-                f"no model at {source!r}: not a folder with config.json and weights, nor a reachable hub name ({error})"
-            ) from error
-        tokenizer = _load_tokenizer(name_or_path, subfolder)
+        backbone = _load_backbone(source, kwargs, trust_remote_code)
+        tokenizer = _load_tokenizer(name_or_path, subfolder, trust_remote_code)
         if folder is not None:
             pooling = pooling or folder.pooling
-            max_seq_length = max_seq_length or folder.max_seq_length
+            if max_seq_length is None:
+                max_seq_length = _clamped_folder_length(folder.max_seq_length, position_limit(backbone), source)
             normalize = folder.normalize if normalize is None else normalize
             if projection is None:
                 projection = folder.projection
@@ -239,11 +398,14 @@ class TextEncoder(nn.Module):
         )
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> TextEncoder:
-        """Load a folder written by ``save`` or by sentence-transformers, with every setting it records."""
+    def load(cls, path: str | os.PathLike, trust_remote_code: bool = False) -> TextEncoder:
+        """Load a folder written by ``save`` or by sentence-transformers, with every setting it records.
+
+        ``trust_remote_code`` (default off): see :meth:`from_pretrained`.
+        """
         if not Path(path).is_dir():
             raise MissingDataError(f"no saved encoder at {path}: not a folder")
-        return cls.from_pretrained(path)
+        return cls.from_pretrained(path, trust_remote_code=trust_remote_code)
 
     def save(self, path: str | os.PathLike) -> Path:
         """Save in the sentence-transformers layout (see ``st_format.write_st_folder``); returns the folder."""
@@ -268,7 +430,10 @@ class TextEncoder(nn.Module):
         """Pad to the longest text and truncate to ``max_length`` (default ``max_seq_length``).
 
         Returns ``input_ids``, ``attention_mask`` and, when the backbone takes them, ``token_type_ids``.
+        A ``max_length`` above the model's position limit is a ConfigError.
         """
+        if max_length is not None:
+            _check_max_length(int(max_length), self.position_limit, "max_length")
         batch = self.tokenizer(
             _check_texts(texts),
             padding=True,
@@ -280,6 +445,11 @@ class TextEncoder(nn.Module):
         return {name: batch[name] for name in names if name in batch}
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None) -> EncoderOutput:
+        if self.position_limit is not None and input_ids.shape[-1] > self.position_limit:
+            raise ConfigError(
+                f"inputs of {input_ids.shape[-1]} tokens are longer than the model's position limit of "
+                f"{self.position_limit}: tokenize with max_length <= {self.position_limit}"
+            )
         kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "return_dict": True}
         if token_type_ids is not None and self._accepts_token_type_ids:
             kwargs["token_type_ids"] = token_type_ids

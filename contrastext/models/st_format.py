@@ -41,11 +41,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from contrastext.errors import ConfigError
 from contrastext.models.pooling import check_pooling_name
 from contrastext.models.projection import DenseLayer, Projection, activation_class_path
+from contrastext.models.weights import load_safetensors, load_torch_weights
 
 if TYPE_CHECKING:
     from contrastext.models.encoder import TextEncoder
@@ -135,7 +136,29 @@ def _read_json(path: Path) -> Any:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON ({error})") from error
+        raise ConfigError(f"{path}: not valid JSON ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not valid UTF-8 ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the file ({error.strerror or error})") from None
+
+
+def _read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file that must hold an object (``{...}``); ConfigError naming the file otherwise."""
+    content = _read_json(path)
+    if not isinstance(content, dict):
+        raise ConfigError(f"{path}: expected a JSON object, found {type(content).__name__}")
+    return content
+
+
+def _read_max_seq_length(path: Path) -> int | None:
+    """``max_seq_length`` of a ``sentence_bert_config.json``: a positive integer or absent."""
+    length = _read_json_object(path).get("max_seq_length")
+    if length is None:
+        return None
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise ConfigError(f"{path}: key 'max_seq_length' must be a positive integer, found {length!r}")
+    return length
 
 
 def _join(*parts: str) -> str:
@@ -147,8 +170,10 @@ def read_st_pooling(config: dict[str, Any], source: Path) -> str:
     mode = config.get("pooling_mode")
     if mode is None:
         modes = [name for flag, name in _ST_LEGACY_FLAGS.items() if config.get(flag, False)] or ["mean"]
-    else:
+    elif isinstance(mode, str) or (isinstance(mode, list) and all(isinstance(item, str) for item in mode)):
         modes = [mode] if isinstance(mode, str) else list(mode)
+    else:
+        raise ConfigError(f"{source}: key 'pooling_mode' must be a name or a list of names, found {mode!r}")
     if len(modes) != 1 or modes[0] not in ("cls", "mean", "max"):
         raise ConfigError(
             f"{source}: pooling mode {'+'.join(modes)} is not supported; contrastext reads ST poolings cls, mean, max"
@@ -160,7 +185,7 @@ def _read_dense(name_or_path: str | os.PathLike, subfolder: str, modules_file: P
     config_path = locate(name_or_path, _join(subfolder, "config.json"))
     if config_path is None:
         raise ConfigError(f"{modules_file}: Dense module {subfolder!r} has no config.json")
-    config = _read_json(config_path)
+    config = _read_json_object(config_path)
     if config.get("use_residual", False):
         raise ConfigError(f"{config_path}: Dense with use_residual=true is not supported")
     try:
@@ -172,14 +197,18 @@ def _read_dense(name_or_path: str | os.PathLike, subfolder: str, modules_file: P
         )
     except KeyError as error:
         raise ConfigError(f"{config_path}: missing key {error}") from error
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{config_path}: bad Dense config ({error})") from None
     weights_path = locate(name_or_path, _join(subfolder, "model.safetensors"))
     if weights_path is not None:
-        state = load_file(str(weights_path))
+        state = load_safetensors(weights_path)
     else:
         weights_path = locate(name_or_path, _join(subfolder, "pytorch_model.bin"))
         if weights_path is None:
             raise ConfigError(f"{config_path}: Dense module has no model.safetensors nor pytorch_model.bin beside it")
-        state = torch.load(weights_path, map_location="cpu", weights_only=True)
+        state = load_torch_weights(weights_path)
+    if not isinstance(state, dict):
+        raise ConfigError(f"{weights_path}: expected a state dict of tensors, found {type(state).__name__}")
     try:
         layer.load_state_dict(state)
     except RuntimeError as error:
@@ -197,8 +226,8 @@ def _supported_order(kinds: list[str]) -> bool:
 
 def _read_modules(name_or_path: str | os.PathLike, modules_file: Path, folder: StFolder) -> None:
     modules = _read_json(modules_file)
-    if not isinstance(modules, list):
-        raise ConfigError(f"{modules_file}: expected a list of modules")
+    if not isinstance(modules, list) or not all(isinstance(module, dict) for module in modules):
+        raise ConfigError(f"{modules_file}: expected a list of module objects")
     kinds = [str(module.get("type", "")).rsplit(".", 1)[-1] for module in modules]
     if not _supported_order(kinds):
         raise ConfigError(
@@ -214,7 +243,7 @@ def _read_modules(name_or_path: str | os.PathLike, modules_file: Path, folder: S
             pooling_path = locate(name_or_path, _join(path, "config.json"))
             if pooling_path is None:
                 raise ConfigError(f"{modules_file}: Pooling module {path!r} has no config.json")
-            folder.pooling = read_st_pooling(_read_json(pooling_path), pooling_path)
+            folder.pooling = read_st_pooling(_read_json_object(pooling_path), pooling_path)
         elif kind == "Dense":
             layers.append(_read_dense(name_or_path, path, modules_file))
         else:
@@ -241,15 +270,14 @@ def read_st_folder(name_or_path: str | os.PathLike) -> StFolder | None:
         _read_modules(name_or_path, modules_file, folder)
     sbert_file = locate(name_or_path, _join(folder.backbone_subfolder, "sentence_bert_config.json"))
     if sbert_file is not None:
-        length = _read_json(sbert_file).get("max_seq_length")
-        folder.max_seq_length = int(length) if length is not None else None
+        folder.max_seq_length = _read_max_seq_length(sbert_file)
     if ours_file is not None:
         _read_contrastext_config(name_or_path, ours_file, folder)
     return folder
 
 
 def _read_contrastext_config(name_or_path: str | os.PathLike, ours_file: Path, folder: StFolder) -> None:
-    ours = _read_json(ours_file)
+    ours = _read_json_object(ours_file)
     folder.contrastext = ours
     if "pooling" in ours:
         try:
@@ -264,7 +292,7 @@ def _read_contrastext_config(name_or_path: str | os.PathLike, ours_file: Path, f
         raise ConfigError(f"{ours_file}: key 'projection' is set but {CONTRASTEXT_PROJECTION} is missing beside it")
     projection = Projection.from_config(projection_config, source=f"{ours_file}: key 'projection'")
     try:
-        projection.load_state_dict(load_file(str(weights_path)))
+        projection.load_state_dict(load_safetensors(weights_path))
     except RuntimeError as error:
         raise ConfigError(f"{weights_path}: weights do not fit key 'projection' of {ours_file} ({error})") from error
     folder.training_projection = projection

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from contrastext.errors import UnknownNameError
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
 from contrastext.training.config import TrainConfig
+from contrastext.training.trainer import check_output_dir_is_free
 
 # Recipe method name -> dotted path of the module that defines its RunSpec.
 RUN_MODULES: dict[str, str] = {
@@ -90,6 +91,8 @@ def run_recipe(config: TrainConfig, data_root: Path | None = None, resume: bool 
     """
     spec = get_run_spec(config.method)
     args = parse_method_args(spec, config)
+    if not resume:
+        check_output_dir_is_free(config)  # before any model is loaded or anything is written
     if spec.run is not None:
         return spec.run(config, args, data_root, resume)
     return run_training(config, seeded_build(spec.build, config, args, data_root), resume=resume)

@@ -1,8 +1,8 @@
 """Typed, validated training configuration: one YAML file plus ``--set key=value`` overrides.
 
-Every section forbids unknown keys; a misspelt key or a value of the wrong type raises
-:class:`~contrastext.errors.ConfigError` naming the dotted key and the file (or the ``--set`` override
-it came from). ``method_args`` is free here and validated by each method with its own pydantic model
+Every section forbids unknown keys; a misspelt key, a value of the wrong type or a non-finite number
+(``.inf``, ``.nan``, ``1e999``) raises :class:`~contrastext.errors.ConfigError` naming the dotted key and the
+file (or the ``--set`` override it came from); so does a file that is not valid UTF-8. ``method_args`` is free here and validated by each method with its own pydantic model
 through :func:`validate_method_args`, with the same kind of messages.
 
 Example::
@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Collection, Iterable
@@ -30,9 +31,9 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class Section(BaseModel):
-    """Base of every config section: unknown keys are errors, assignments are validated."""
+    """Base of every config section: unknown keys and non-finite floats are errors, assignments are validated."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class TrainSection(Section):
@@ -65,6 +66,9 @@ class TrainSection(Section):
     keep_last: int = Field(default=2, gt=0, description="checkpoints kept on disk")
     progress_bar: bool = True
     tensorboard: bool = True
+    on_nonfinite: Literal["stop", "skip"] = Field(
+        default="stop", description="a NaN/inf loss or gradient: stop with an error naming the step, or skip the step"
+    )
 
     @model_validator(mode="after")
     def _needs_a_length(self) -> TrainSection:
@@ -81,7 +85,9 @@ class DataSection(Section):
     path: str | None = Field(default=None, description="a data file read directly")
     max_length: int = Field(default=32, gt=0)
     limit: int | None = Field(default=None, gt=0, description="first N training examples only")
-    few_shot: int | None = Field(default=None, gt=0, description="N examples per class")
+    few_shot: int | None = Field(
+        default=None, gt=0, description="N training examples drawn (SCL: N in total, see method_args.few_shot_sampling)"
+    )
     label_noise: float = Field(default=0.0, ge=0, lt=1, description="share of labels flipped")
     task_sampling: Literal["sequential", "round_robin", "proportional"] = "proportional"
     task_temperature: float = Field(default=1.0, gt=0)
@@ -135,9 +141,10 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Train
     """Read a YAML config, apply dotted ``key=value`` overrides, validate everything but ``method_args``."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as error:
         raise ConfigError(f"{file}: cannot read the config file ({error.strerror or error})") from error
+    text = _decode(data, file)
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -151,6 +158,15 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Train
     config._source = file
     config._overridden = frozenset(overridden)
     return config
+
+
+def _decode(data: bytes, file: str) -> str:
+    """The text of a config file; ConfigError naming the file and line when it is not valid UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ConfigError(f"{file}:{line}: not valid UTF-8 ({error.reason} at byte {error.start}); save it as UTF-8") from None
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -201,7 +217,22 @@ def validate_method_args(
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         raise ConfigError(f"{file or '<config>'}: method_args must be a mapping of keys, got {raw!r}")
+    where = str(file) if file else "<config>"
+    for key, value in _non_finite(raw, "method_args"):
+        raise ConfigError(f"{_origin(key, where, overridden)}: {key}: expected a finite number, got {value!r}")
     return _validate(model_cls, raw, str(file) if file else "<config>", set(overridden), "method_args.")
+
+
+def _non_finite(value: Any, key: str) -> Iterable[tuple[str, float]]:
+    """``(dotted key, value)`` of every NaN or infinite float inside ``value`` (mappings and lists walked)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield key, value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _non_finite(item, f"{key}.{name}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, f"{key}.{index}")
 
 
 def _validate(model_cls: type[ModelT], raw: dict, file: str, overridden: Collection[str], prefix: str):

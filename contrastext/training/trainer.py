@@ -35,18 +35,21 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import broadcast_object_list, send_to_device
+from accelerate.utils import DistributedDataParallelKwargs, broadcast_object_list, send_to_device
 from tqdm.auto import tqdm
 
 from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError, MissingDataError
+from contrastext.runtime.run_log import LOG_NAME
 from contrastext.runtime.seeding import make_generator, set_seed
 from contrastext.training.checkpoint import (
     STATE_FILE,
     TrainerState,
     atomic_write_text,
+    clean_stale_temporaries,
     latest_checkpoint,
+    latest_intact_checkpoint,
     load_checkpoint,
     prune_checkpoints,
     save_checkpoint,
@@ -54,12 +57,13 @@ from contrastext.training.checkpoint import (
     write_folder_atomically,
 )
 from contrastext.training.config import TrainConfig, dump_config
+from contrastext.training.divergence import TOTAL, check_finite_step, check_finite_weights, nonfinite_reason
 from contrastext.training.logging import RunLogger
 from contrastext.training.method import Method, total_loss
+from contrastext.training.resume_check import check_resume_config
 from contrastext.training.schedules import build_optimizer, build_scheduler, resolve_warmup_steps
 
 logger = logging.getLogger("contrastext.training")
-TOTAL = "__total__"  # the weighted total among the summed parts (no method part can be called that)
 Evaluator = Callable[[Method], dict[str, float]]
 
 
@@ -108,6 +112,7 @@ class _Run:
     total_steps: int
     last_checkpoint: Path | None = None
     stream: Iterator[tuple[int, int, list[int]]] | None = None
+    skipped_nonfinite: int = 0  # steps dropped under train.on_nonfinite=skip
 
     def __post_init__(self) -> None:
         self.best_folder = self.result.output_dir / "best"
@@ -119,6 +124,20 @@ class _Run:
     @property
     def is_last(self) -> bool:
         return self.state.step == self.total_steps
+
+
+def check_output_dir_is_free(config: TrainConfig) -> None:
+    """Refuse a fresh run in a folder that holds a run (a log or checkpoints, at any depth: stages write into
+    subfolders) unless ``train.overwrite``. Cheap: callers run it before loading any model."""
+    output_dir = Path(config.output_dir)
+    if config.train.overwrite or not output_dir.is_dir():
+        return
+    previous = next(output_dir.rglob(LOG_NAME), None) or latest_checkpoint(output_dir)
+    if previous is not None:
+        raise ConfigError(
+            f"{output_dir} already holds a run ({previous}): resume it with --resume, choose another "
+            "output folder, or set train.overwrite=true to replace it"
+        )
 
 
 class Trainer:
@@ -220,7 +239,11 @@ class Trainer:
         the config written, the state fresh or resumed, and the method told how many steps there are."""
         train = self.config.train
         accelerator = Accelerator(
-            cpu=not torch.cuda.is_available(), mixed_precision=resolve_mixed_precision(train.mixed_precision)
+            cpu=not torch.cuda.is_available(),
+            mixed_precision=resolve_mixed_precision(train.mixed_precision),
+            # Methods may leave parameters out of a step's graph (the unused BERT pooler under [CLS] pooling,
+            # a projection used at training only, a task head absent from a batch): DDP must not wait for them.
+            kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)],
         )
         main = accelerator.is_main_process
         total_steps = self.total_steps()
@@ -235,9 +258,11 @@ class Trainer:
         if not resume:
             self._claim_output_dir(run_log)
         if main:
+            clean_stale_temporaries(self.output_dir)
+        state = self._start(resume, method, optimizer, scheduler, accelerator.scaler, run_log)
+        if main:  # only once the run is accepted: a refused run changes nothing on disk
             self.output_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.output_dir / "config.yaml", dump_config(self.config))
-        state = self._start(resume, method, optimizer, scheduler, accelerator.scaler, run_log)
         method.on_train_start(total_steps)
         result = TrainResult(output_dir=self.output_dir, last_step=state.step, log_path=run_log.path)
         run = _Run(accelerator, model, method, optimizer, scheduler, run_log, state, result, total_steps)
@@ -264,6 +289,7 @@ class Trainer:
         metrics = self._evaluate(run.method, run.accelerator)
         run.result.last_metrics = metrics
         if self._update_best(metrics, run.state) and run.main:
+            check_finite_weights(run.method, run.state.step, "best/")
             self._export_best(run.method, run.best_folder, run.state)
             run.result.best_checkpoint = run.best_folder
         return metrics
@@ -281,6 +307,8 @@ class Trainer:
         }
         if grad_norm is not None:
             record["grad_norm"] = grad_norm
+        if run.skipped_nonfinite:
+            record["skipped_nonfinite"] = run.skipped_nonfinite
         record.update({f"eval/{name}": value for name, value in metrics.items()})
         run.log.log(record)
         return True
@@ -291,6 +319,7 @@ class Trainer:
         if not ((train.save_every and state.step % train.save_every == 0) or run.is_last or state.stopped_early):
             return False
         run.accelerator.wait_for_everyone()
+        check_finite_weights(run.method, state.step, "the checkpoint")
         if run.main:
             run.last_checkpoint = save_checkpoint(
                 self.output_dir,
@@ -318,6 +347,7 @@ class Trainer:
             encoder_dir = run.best_folder / "encoder"
             result.best_model_dir = encoder_dir if encoder_dir.is_dir() else None
         if run.main:
+            check_finite_weights(run.method, state.step, "final/")
             final = self.output_dir / "final"
             write_folder_atomically(final, lambda folder: run.method.encoder.save(folder / "encoder"))
             result.final_model_dir = final / "encoder"
@@ -330,15 +360,19 @@ class Trainer:
             set_seed(self.seed)
             return TrainerState()
         if resume is True:
-            folder = latest_checkpoint(self.output_dir)
+            folder = latest_intact_checkpoint(self.output_dir)
             if folder is None:
                 logger.warning("no checkpoint in %s: starting from scratch", self.output_dir)
+                run_log.truncate_after(-1)  # the log of steps that no checkpoint kept would repeat them
                 set_seed(self.seed)
                 return TrainerState()
         else:
             folder = Path(resume)
             if not folder.is_dir():
                 raise MissingDataError(f"no checkpoint folder at {folder}")
+        saved_config = folder / "config.yaml"
+        if saved_config.is_file():
+            check_resume_config(saved_config.read_text(encoding="utf-8"), self.config, str(folder))
         state = load_checkpoint(folder, method, optimizer, scheduler, scaler)
         run_log.truncate_after(state.step)
         logger.info("resuming from %s (step %d)", folder, state.step)
@@ -349,11 +383,7 @@ class Trainer:
         previous = latest_checkpoint(self.output_dir) or (run_log.path if run_log.path.exists() else None)
         if previous is None:
             return
-        if not self.config.train.overwrite:
-            raise ConfigError(
-                f"{self.output_dir} already holds a run ({previous}): resume it with --resume, choose another "
-                "output folder, or set train.overwrite=true to replace it"
-            )
+        check_output_dir_is_free(self.config)
         if run_log.enabled:  # the main process clears the old run
             for name in ("checkpoints", "best", "final"):
                 shutil.rmtree(self.output_dir / name, ignore_errors=True)
@@ -381,14 +411,23 @@ class Trainer:
             for name, value in {**parts, TOTAL: loss}.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach()) / train.grad_accumulation
             state.epoch, state.batch_index = epoch, index + 1
-        grad_norm = None
-        if train.grad_clip is not None:
-            grad_norm = float(accelerator.clip_grad_norm_(model.parameters(), train.grad_clip))
+        # The norm is needed to catch a non-finite gradient: without clipping it is measured, never applied.
+        max_norm = train.grad_clip if train.grad_clip is not None else float("inf")
+        grad_norm = float(accelerator.clip_grad_norm_(model.parameters(), max_norm))
+        scaled = accelerator.scaler is not None  # fp16: the loss scaler handles infinite gradients itself
+        if nonfinite_reason(sums, grad_norm, check_gradient=not scaled) is not None:
+            if train.on_nonfinite == "stop":
+                check_finite_step(state.step + 1, sums, grad_norm, check_gradient=not scaled)
+            optimizer.zero_grad(set_to_none=True)  # skip: drop this step's gradients, no optimiser step
+            run.skipped_nonfinite += 1
+            logger.warning("step %d: non-finite loss or gradient, step skipped (train.on_nonfinite=skip)",
+                           state.step + 1)
+            return sums, samples, grad_norm
         optimizer.step()
         if not accelerator.optimizer_step_was_skipped:
             run.scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        return sums, samples, grad_norm
+        return sums, samples, (grad_norm if train.grad_clip is not None else None)
 
     def _evaluate(self, method, accelerator) -> dict[str, float]:
         metrics: dict[str, float] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.cli.cli_runs import run
 
@@ -83,3 +84,93 @@ def test_every_option_is_explained_in_help(capsys):
         assert code == 0
         for option in options:
             assert option in stdout, f"{command} --help does not mention {option}"
+
+
+# ------------------------------------------------------------------ issue 10: hostile inputs, exact outputs
+
+
+def test_encode_row_i_is_line_i_with_lone_cr_and_crlf(tiny_bert_path, tmp_path, capsys):
+    """A lone \\r inside a line stays in its text: 3 lines give 3 rows (4 before the fix)."""
+    lone = tmp_path / "lone.txt"
+    lone.write_bytes(b"first text\nsecond\rstill second\nthird text\n")
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes(b"first text\r\nsecond\r\nthird text\r\n")
+    lf = tmp_path / "lf.txt"
+    lf.write_bytes(b"first text\nsecond\nthird text\n")
+    outputs = {}
+    for name in ("lone", "crlf", "lf"):
+        out = tmp_path / f"{name}.npy"
+        argv = ["encode", "-m", tiny_bert_path, "-i", str(tmp_path / f"{name}.txt"), "-o", str(out), "--no-progress"]
+        code, _, stderr = run(argv, capsys)
+        assert code == 0, stderr
+        outputs[name] = np.load(out)
+    assert outputs["lone"].shape[0] == 3
+    np.testing.assert_array_equal(outputs["crlf"], outputs["lf"])
+
+
+def test_encode_writes_exactly_the_output_path_it_reports(tiny_bert_path, tmp_path, capsys):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("one\ntwo\n", encoding="utf-8")
+    out = tmp_path / "emb.bin"
+    code, _, stderr = run(["encode", "-m", tiny_bert_path, "-i", str(texts), "-o", str(out), "--no-progress"], capsys)
+    assert code == 0, stderr
+    assert f"wrote {out} (2 x 32)" in stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["emb.bin", "texts.txt"]  # no emb.bin.npy
+    assert np.load(out).shape == (2, 32)
+
+
+def test_encode_invalid_utf8_names_file_and_line(tiny_bert_path, tmp_path, capsys):
+    texts = tmp_path / "texts.txt"
+    texts.write_bytes(b"fine\nbad \xff byte\n")
+    argv = ["encode", "-m", tiny_bert_path, "-i", str(texts), "-o", str(tmp_path / "e.npy")]
+    message = one_line_error(*run(argv, capsys)[::2])
+    assert f"{texts}:2" in message and "UTF-8" in message
+
+
+def test_constant_gold_scores_are_written_as_null_with_a_warning(tiny_bert_path, data_root, tmp_path, capsys, caplog):
+    root = tmp_path / "data"
+    rows = (data_root / "stsb/original/sts-dev.csv").read_text(encoding="utf-8").splitlines()[:6]
+    constant = ["\t".join([*row.split("\t")[:4], "2.5", *row.split("\t")[5:]]) for row in rows]
+    (root / "stsb/original").mkdir(parents=True)
+    (root / "stsb/original/sts-dev.csv").write_text("\n".join(constant) + "\n", encoding="utf-8")
+    out = tmp_path / "results.json"
+    argv = ["eval", "-m", tiny_bert_path, "--tasks", "stsb:dev", "--data-root", str(root), "--json", str(out)]
+    code, _, stderr = run([*argv, "--no-progress"], capsys)
+    assert code == 0, stderr
+    text = out.read_text(encoding="utf-8")
+    assert "NaN" not in text
+    results = json.loads(text, parse_constant=lambda name: pytest.fail(f"bare {name} in the JSON"))
+    assert results["tasks"]["stsb"]["spearman"] is None and results["tasks"]["stsb"]["pearson"] is None
+    assert results["average"] == {"spearman": None, "pearson": None}
+    assert "gold scores are constant" in caplog.text and "null" in caplog.text
+
+
+def test_trust_remote_code_is_documented_and_off_by_default(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the help box would cut the long option name
+    for command in ("eval", "encode"):
+        code, stdout, _ = run([command, "--help"], capsys)
+        assert code == 0 and "--trust-remote-code" in stdout
+
+
+def test_trust_remote_code_flag_reaches_the_loader(tiny_bert_path, tmp_path, capsys, monkeypatch):
+    from contrastext.models import TextEncoder
+
+    seen = []
+    original = TextEncoder.load.__func__
+    monkeypatch.setattr(
+        TextEncoder, "load", classmethod(lambda cls, path, **kw: seen.append(kw) or original(cls, path, **kw))
+    )
+    texts = tmp_path / "texts.txt"
+    texts.write_text("one\n", encoding="utf-8")
+    base = ["encode", "-m", tiny_bert_path, "-i", str(texts), "-o", str(tmp_path / "e.npy"), "--no-progress"]
+    assert run(base, capsys)[0] == 0
+    assert run([*base, "--trust-remote-code"], capsys)[0] == 0
+    assert seen == [{"trust_remote_code": False}, {"trust_remote_code": True}]
+
+
+def test_results_json_never_writes_a_bare_nan():
+    from contrastext.cli.eval_command import results_json
+
+    text, undefined = results_json({"tasks": {"x": {"spearman": float("nan"), "n": 2}}, "average": {"p": float("inf")}})
+    assert json.loads(text) == {"tasks": {"x": {"spearman": None, "n": 2}}, "average": {"p": None}}
+    assert undefined == ["tasks.x.spearman", "average.p"]

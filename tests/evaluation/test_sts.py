@@ -83,3 +83,48 @@ def test_bad_input_is_named():
         evaluate_sts(CountingEncoder(), [Example(("a",), label=1.0, source="x.tsv:3")])
     with pytest.raises(ValueError, match="aggregation"):
         evaluate_sts(CountingEncoder(), pairs(("a", "b", 1.0)), aggregation="mean")
+
+
+# ------------------------------------------------------------------ issue 10: undefined correlations, NaN models
+
+
+def test_constant_gold_scores_give_none_with_a_warning_never_nan(caplog):
+    result = evaluate_sts(CountingEncoder(), pairs(("a", "b", 2.0), ("a", "c", 2.0), ("a", "d", 2.0)))
+    assert result == {"spearman": None, "pearson": None, "n": 3}
+    assert "gold scores are constant" in caplog.text and "null" in caplog.text
+
+
+def test_a_single_pair_gives_none_instead_of_raising():
+    assert evaluate_sts(CountingEncoder(), pairs(("a", "b", 2.0)))["spearman"] is None
+
+
+def test_an_undefined_subset_makes_the_wmean_headline_none_but_not_all():
+    subsets = {
+        "flat": pairs(("a", "b", 1.0), ("a", "c", 1.0)),
+        "fine": pairs(("a", "b", 3.0), ("a", "c", 2.0), ("a", "d", 1.0)),
+    }
+    wmean = evaluate_sts(CountingEncoder(), [], subsets=subsets, aggregation="wmean")
+    assert wmean["spearman"] is None and wmean["subsets"]["flat"]["spearman"] is None
+    assert wmean["subsets"]["fine"]["spearman"] == pytest.approx(100.0)
+    everything = evaluate_sts(CountingEncoder(), [], subsets=subsets, aggregation="all")
+    assert everything["spearman"] is not None
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_embeddings_are_refused(bad):
+    from contrastext.errors import NonFiniteError
+
+    def diverged(texts, batch_size=64):
+        vectors = np.stack([VECTORS[text] for text in texts])
+        vectors[1, 0] = bad
+        return vectors
+
+    with pytest.raises(NonFiniteError, match="NaN or infinite embeddings for 1 of 3 texts"):
+        evaluate_sts(diverged, pairs(("a", "b", 2.0), ("a", "c", 1.0)))
+
+
+def test_no_pairs_is_a_contrastext_error():
+    from contrastext.errors import ContrastextError
+
+    with pytest.raises(ContrastextError, match="no scored pairs"):
+        evaluate_sts(CountingEncoder(), [])

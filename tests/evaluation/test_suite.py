@@ -56,3 +56,11 @@ def test_task_without_train_file_holds_out_part_of_its_split(data_root):
     qnli = evaluate_tasks(bag_of_words, ["qnli"], data_root, max_train=150, limit=50)["tasks"]["qnli"]
     assert qnli["split"] == "dev" and qnli["n"] == 50 and qnli["n_train"] == 150
     assert "held out" in qnli["held_out"]
+
+
+def test_an_undefined_task_correlation_makes_the_average_none(caplog):
+    from contrastext.evaluation.suite import average_similarity
+
+    tasks = {"stsb": {"spearman": 80.0, "pearson": 81.0}, "sickr": {"spearman": None, "pearson": 70.0}}
+    assert average_similarity(tasks) == {"spearman": None, "pearson": 75.5}
+    assert "sickr" in caplog.text

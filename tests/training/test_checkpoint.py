@@ -87,3 +87,107 @@ def test_atomic_write_replaces_whole_file(tmp_path):
     atomic_write_text(path, "b\n")
     assert path.read_text() == "b\n"
     assert [p.name for p in tmp_path.iterdir()] == ["latest"]
+
+
+# ------------------------------------------------------------------ issue 10: manifest, fallback, temporaries
+
+
+def test_each_checkpoint_records_a_manifest_of_sizes_and_checksums(tmp_path):
+    import json
+
+    from contrastext.training.checkpoint import MANIFEST_FILE, file_sha256, verify_checkpoint
+
+    model, optimizer, scheduler = _parts()
+    folder = save_checkpoint(tmp_path, model, optimizer, scheduler, TrainerState(step=3), "seed: 1\n")
+    files = json.loads((folder / MANIFEST_FILE).read_text())["files"]
+    assert set(files) == {p.name for p in folder.iterdir()} - {MANIFEST_FILE}
+    for name, entry in files.items():
+        assert entry == {"size": (folder / name).stat().st_size, "sha256": file_sha256(folder / name)}
+    assert verify_checkpoint(folder) == folder
+
+
+def test_is_complete_sees_a_truncated_file_without_reading_it(tmp_path):
+    from contrastext.training.checkpoint import is_complete
+
+    model, optimizer, scheduler = _parts()
+    folder = save_checkpoint(tmp_path, model, optimizer, scheduler, TrainerState(step=2), "")
+    assert is_complete(folder)
+    data = (folder / "optimizer.pt").read_bytes()
+    (folder / "optimizer.pt").write_bytes(data[:-10])
+    assert not is_complete(folder)
+    assert latest_checkpoint(tmp_path) is None  # the only checkpoint is damaged
+
+
+def test_a_damaged_checkpoint_is_a_one_line_error_naming_the_file(tmp_path):
+    from contrastext.errors import CorruptFileError
+
+    model, optimizer, scheduler = _parts()
+    folder = save_checkpoint(tmp_path, model, optimizer, scheduler, TrainerState(step=2), "")
+    path = folder / "method.safetensors"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # same size, different bytes
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match=r"method\.safetensors: its SHA-256 differs") as caught:
+        load_checkpoint(folder, *_parts())
+    assert "\n" not in str(caught.value)
+
+
+def test_latest_intact_checkpoint_ignores_folders_newer_than_the_pointer(tmp_path, caplog):
+    import logging
+
+    from contrastext.training.checkpoint import latest_intact_checkpoint
+
+    model, optimizer, scheduler = _parts()
+    for step in (2, 4, 6):
+        save_checkpoint(tmp_path, model, optimizer, scheduler, TrainerState(step=step), "")
+    (tmp_path / "checkpoints" / "latest").write_text("step-000004\n")  # resumed from 4: 6 is another branch
+    assert latest_intact_checkpoint(tmp_path).name == "step-000004"
+    data = (tmp_path / "checkpoints" / "step-000004" / "rng.pt").read_bytes()
+    (tmp_path / "checkpoints" / "step-000004" / "rng.pt").write_bytes(data[:20])
+    with caplog.at_level(logging.WARNING, logger="contrastext.training"):
+        assert latest_intact_checkpoint(tmp_path).name == "step-000002"
+    assert "rng.pt" in caplog.text
+    (tmp_path / "checkpoints" / "latest").unlink()  # no pointer: the newest intact one
+    assert latest_intact_checkpoint(tmp_path).name == "step-000006"
+    assert latest_intact_checkpoint(tmp_path / "nothing-here") is None
+
+
+def test_clean_stale_temporaries_removes_leftovers_and_restores_a_moved_folder(tmp_path):
+    from contrastext.training.checkpoint import clean_stale_temporaries, write_folder_atomically
+
+    model, optimizer, scheduler = _parts()
+    save_checkpoint(tmp_path, model, optimizer, scheduler, TrainerState(step=2), "")
+    hexes = [f"{index:032x}" for index in range(5)]
+    checkpoints = tmp_path / "checkpoints"
+    leftovers = [
+        checkpoints / f".step-000004.{hexes[0]}.tmp",  # a checkpoint being written when killed
+        tmp_path / f".best.{hexes[1]}.tmp",  # a best export being written
+        checkpoints / f".latest.{hexes[2]}.tmp",  # the pointer being rewritten (a file)
+        tmp_path / "train_log.jsonl.tmp",  # a log rewrite
+    ]
+    for path in leftovers[:2]:
+        (path / "sub").mkdir(parents=True)
+        (path / "sub" / "weights").write_bytes(b"x" * 100)
+    leftovers[2].write_text("step-000004\n")
+    leftovers[3].write_text("{}\n")
+    # A folder moved aside for a replacement: put back when its name is free, deleted when not.
+    (tmp_path / "final").mkdir()
+    (tmp_path / f".final.{hexes[3]}.old").mkdir()
+    moved_best = tmp_path / f".best.{hexes[4]}.old"
+    moved_best.mkdir()
+    (moved_best / "kept").write_text("the previous best\n")
+    user_files = [tmp_path / "notes.tmp", tmp_path / ".hidden", checkpoints / "step-000002"]
+    user_files[0].write_text("mine")
+    user_files[1].write_text("mine")
+
+    touched = clean_stale_temporaries(tmp_path)
+
+    assert all(not path.exists() for path in leftovers)
+    assert not (tmp_path / f".final.{hexes[3]}.old").exists() and (tmp_path / "final").is_dir()
+    assert (tmp_path / "best" / "kept").read_text() == "the previous best\n"
+    assert all(path.exists() for path in user_files)
+    assert len(touched) == 6
+    assert latest_checkpoint(tmp_path).name == "step-000002"
+    write_folder_atomically(tmp_path / "best", lambda folder: (folder / "x").write_text("new"))
+    assert clean_stale_temporaries(tmp_path) == []
+    assert clean_stale_temporaries(tmp_path / "missing") == []

@@ -99,3 +99,50 @@ def test_parse_override_reads_yaml_scalars():
     assert parse_override("a=true") == ("a", True)
     assert parse_override("a=null") == ("a", None)
     assert parse_override("model=path/to:x") == ("model", "path/to:x")
+
+
+# ------------------------------------------------------------------ issue 10: non-finite numbers, encodings
+
+FLOAT_KEYS = [
+    "train.epochs",
+    "train.lr",
+    "train.weight_decay",
+    "train.warmup_ratio",
+    "train.grad_clip",
+    "data.label_noise",
+    "data.task_temperature",
+]
+
+
+@pytest.mark.parametrize("key", FLOAT_KEYS)
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1e999", "inf", "nan"])
+def test_every_float_key_rejects_non_finite_numbers(recipe, key, value):
+    """train.lr=.inf used to pass validation and gave a run of NaN weights."""
+    with pytest.raises(ConfigError, match=rf"--set {key} .*{key}: .*finite"):
+        load_config(recipe, [f"{key}={value}"])
+
+
+def test_non_finite_numbers_in_the_file_and_in_lists_name_the_key(recipe):
+    recipe.write_text(RECIPE.replace("  batch_size: 16", "  batch_size: 16\n  lr: .inf"))
+    with pytest.raises(ConfigError, match=rf"{recipe}: train.lr: .*finite"):
+        load_config(recipe)
+    recipe.write_text(RECIPE)
+    with pytest.raises(ConfigError, match=r"data.task_weights.1: .*finite"):
+        load_config(recipe, ["data.task_weights=[1.0, .nan]"])
+
+
+def test_non_finite_method_args_name_the_key(recipe):
+    with pytest.raises(ConfigError, match=rf"{recipe}: method_args.temperature: expected a finite number"):
+        validate_method_args(SimArgs, {"temperature": float("inf")}, recipe)
+    config = load_config(recipe, ["method_args.temperature=.nan"])
+    with pytest.raises(ConfigError, match=r"--set method_args.temperature .*method_args.temperature: expected a finite"):
+        config.method_args_as(SimArgs)
+    with pytest.raises(ConfigError, match=r"method_args.weights.1"):
+        validate_method_args(SimArgs, {"weights": [1.0, float("-inf")]}, recipe)
+
+
+def test_a_recipe_that_is_not_utf8_names_the_file_and_line(recipe):
+    recipe.write_bytes(RECIPE.encode("utf-8").replace(b"runs/x", b"runs/\xe9t\xe9"))
+    with pytest.raises(ConfigError, match=rf"{recipe}:3: not valid UTF-8") as caught:
+        load_config(recipe)
+    assert "\n" not in str(caught.value)

@@ -15,11 +15,12 @@ import re
 from contrastext.data.readers.lines import (
     ExampleList,
     PathLike,
+    ScoreRange,
     iter_csv_rows,
     iter_tab_rows,
-    parse_float,
     parse_int_label,
     parse_named_label,
+    parse_score,
 )
 from contrastext.data.readers.tabular import read_columns
 
@@ -30,14 +31,14 @@ COLA_COLUMNS = ("source", "label", "original_mark", "sentence")
 QQP_COLUMNS = ("id", "qid1", "qid2", "question1", "question2", "is_duplicate")
 
 
-def read_glue_stsb(path: PathLike) -> ExampleList:
+def read_glue_stsb(path: PathLike, score_range: ScoreRange | None = None) -> ExampleList:
     """GLUE STS-B: ``sentence1``, ``sentence2``, float ``score`` (0-5); test files are unscored."""
     return read_columns(
         path,
         iter_tab_rows(path),
         text_columns=("sentence1", "sentence2"),
         label_column="score",
-        parse_label=parse_float,
+        parse_label=lambda p, line, value, column: parse_score(p, line, value, column, score_range),
     )
 
 

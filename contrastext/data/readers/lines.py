@@ -81,10 +81,15 @@ def require_folder(path: PathLike) -> Path:
 def iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for every line, numbered from 1, without the line ending.
 
-    Only ``\\n`` (and ``\\r\\n``) end a line, so Unicode separators inside a sentence stay in it.
+    Only ``\\n`` (and ``\\r\\n``) end a line, so Unicode separators and a lone ``\\r`` inside a sentence
+    stay in it. A file that cannot be opened (permissions) is a DataFormatError naming it.
     """
     path = require_file(path)
-    with path.open("rb") as handle:
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise DataFormatError(path, None, f"cannot read the file ({error.strerror or error})") from None
+    with handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8) :]
@@ -150,6 +155,21 @@ def parse_float(path: PathLike, line: int, value: str, column: str) -> float:
     if not math.isfinite(number):
         raise DataFormatError(path, line, f"column {column!r}: expected a finite number, found {value!r}")
     return number
+
+
+ScoreRange = tuple[float, float]
+"""Inclusive (low, high) bounds of a similarity score, e.g. (0, 5) for STS and (1, 5) for SICK relatedness."""
+
+
+def parse_score(path: PathLike, line: int, value: str, column: str, score_range: ScoreRange | None = None) -> float:
+    """A finite float score; inside ``score_range`` (inclusive) when one is given."""
+    score = parse_float(path, line, value, column)
+    if score_range is not None and not score_range[0] <= score <= score_range[1]:
+        low, high = score_range
+        raise DataFormatError(
+            path, line, f"column {column!r}: score {score:g} is outside the range {low:g}-{high:g} of this data"
+        )
+    return score
 
 
 def parse_int_label(path: PathLike, line: int, value: str, column: str, num_labels: int | None = None) -> int:

@@ -16,9 +16,10 @@ from contrastext.data.readers.lines import (
     ExampleList,
     OnBadLabel,
     PathLike,
+    ScoreRange,
     iter_csv_rows,
-    parse_float,
     parse_int_label,
+    parse_score,
 )
 from contrastext.data.readers.tabular import read_columns
 
@@ -35,14 +36,16 @@ def read_minbert_sst(path: PathLike, on_bad_label: OnBadLabel = "raise") -> Exam
     )
 
 
-def read_minbert_sts(path: PathLike, on_bad_label: OnBadLabel = "raise") -> ExampleList:
+def read_minbert_sts(
+    path: PathLike, on_bad_label: OnBadLabel = "raise", score_range: ScoreRange | None = None
+) -> ExampleList:
     """minBERT ``sts-*.csv``: a pair, float label ``similarity`` 0-5."""
     return read_columns(
         path,
         iter_csv_rows(path, delimiter="\t"),
         text_columns=("sentence1", "sentence2"),
         label_column="similarity",
-        parse_label=parse_float,
+        parse_label=lambda p, line, value, column: parse_score(p, line, value, column, score_range),
         on_bad_label=on_bad_label,
     )
 

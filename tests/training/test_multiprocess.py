@@ -1,0 +1,80 @@
+"""Multi-process training on CPU (gloo): two processes on halves of each global batch end with the weights
+of one process on the whole batch. Launched with ``torchrun``, as a user would (docs/methods/simcse-unsup.md).
+
+Dropout is off in this test's tiny BERT: dropout masks are drawn per process, so only without dropout are the
+two runs the same computation. SimCSE gathers the embeddings of both processes (with gradients), so each
+process's loss sees the global batch's candidates; DDP averages the gradients.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from contrastext.runtime.run_log import read_log
+
+pytestmark = pytest.mark.slow
+
+SETTINGS = [
+    "train.max_steps=3",
+    "train.epochs=null",
+    "train.batch_size=8",
+    "train.lr=1e-4",
+    "train.eval_every=null",
+    "train.save_every=null",
+    "train.metric_for_best=null",
+    "train.progress_bar=false",
+    "train.tensorboard=false",
+    "data.limit=64",
+    "data.max_length=8",  # wiki1m sentences are longer: every row is 8 tokens, no padding differs by process
+    "train.log_every=1",
+    "eval.tasks=[]",
+]
+
+
+@pytest.fixture(scope="module")
+def dropout_free_bert(tmp_path_factory, minilm_path) -> str:
+    """all-MiniLM-L6-v2 with dropout off. A real model, not a random one: on a random BERT every embedding is
+    nearly the same, the loss sits at log B and its gradient is a difference of nearly equal terms, so the
+    float rounding of two different batch splits would show in the weights."""
+    folder = tmp_path_factory.mktemp("minilm-no-dropout")
+    shutil.copytree(minilm_path, folder, dirs_exist_ok=True)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+def train(launcher: list[str], output: Path, model: str, data_root: Path) -> subprocess.CompletedProcess:
+    sets = [argument for setting in [*SETTINGS, f"model={model}"] for argument in ("--set", setting)]
+    command = [*launcher, "-m", "contrastext", "train", "simcse-unsup", *sets, "--output", str(output),
+               "--data-root", str(data_root)]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
+
+
+def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, dropout_free_bert, data_root):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    two = train([str(torchrun), "--standalone", "--nproc_per_node", "2"], tmp_path / "two", dropout_free_bert,
+                data_root)
+    assert two.returncode == 0, two.stderr[-3000:]
+    one = train([sys.executable], tmp_path / "one", dropout_free_bert, data_root)
+    assert one.returncode == 0, one.stderr[-3000:]
+    before = load_file(str(Path(dropout_free_bert) / "model.safetensors"))
+    weights_two = load_file(str(tmp_path / "two" / "final" / "encoder" / "model.safetensors"))
+    weights_one = load_file(str(tmp_path / "one" / "final" / "encoder" / "model.safetensors"))
+    assert weights_two.keys() == weights_one.keys()
+    moved = max(float((weights_one[name] - before[name]).abs().max()) for name in before if name in weights_one)
+    assert moved > 2e-4  # the training did change the weights (3 steps, lr 1e-4)
+    for name in weights_one:
+        assert torch.allclose(weights_two[name], weights_one[name], atol=1e-5), name
+    losses = {run: [r["loss"] for r in read_log(tmp_path / run / "train_log.jsonl")] for run in ("one", "two")}
+    assert len(losses["one"]) == 3 and losses["two"] == pytest.approx(losses["one"], abs=1e-5)
