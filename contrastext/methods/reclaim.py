@@ -1,35 +1,39 @@
 """RECLAIM: classification fine-tuning regularised by a Wasserstein-constrained critic with active negatives.
 
 "Towards robust and efficient contrastive textual representation learning" (ICLR 2021 submission,
-"RECLAIM"). Two feature levels of the same input: u = the encoder's last-layer ``[CLS]`` vector and
-v = the embedded input text (the word-embedding layer's output, mean-pooled over the real tokens,
-``EncoderOutput.input_embeddings``). A critic g(u, v) ∈ (0, 1) with spectral-normalised layers
-(1-Lipschitz before its sigmoid: :class:`contrastext.objectives.critic.WassersteinCritic`) tells matching
-pairs from negatives, an NCE lower bound on their mutual information (paper Eq. 3/6):
+"RECLAIM"). Two feature levels of the same input (§5.1: "u, v are set to be the classification token
+embedding (CLS) and the embedded input text representation"): u = the encoder's last-layer ``[CLS]`` vector
+and v = the embedded input text (the word-embedding layer's output, mean-pooled over the real tokens,
+``EncoderOutput.input_embeddings``; the pooling is not given by the paper). A critic g(u, v) ∈ (0, 1) with
+spectral-normalised layers (1-Lipschitz before its sigmoid: :class:`contrastext.objectives.critic.WassersteinCritic`)
+tells matching pairs from negatives (paper Eq. 6, its "−" before the halved sums read as "+", as in Eq. 3):
 
-    L_ANS = log g(u_i, v_i) + mean_{v'∈N_v(i)} log(1 − g(u_i, v')) + mean_{u'∈N_u(i)} log(1 − g(u', v_i))
+    L_ANS = log g(u_i, v_i) + ½ Σ_{v'∈N_v(i)} log(1 − g(u_i, v')) + ½ Σ_{u'∈N_u(i)} log(1 − g(u', v_i))
 
-Active negative selection (ANS): N_v(i) are the K entries of a memory bank B_v nearest (cosine) to v_i,
-excluding i's own row, and N_u(i) likewise from B_u; both banks hold one entry per training example,
-updated after each optimiser step by ũ ← (1 − ρ)·u + ρ·ũ (ρ = ``momentum``).
+``negative_reduction: mean`` replaces each ½ Σ by a mean over the K negatives.
 
-Sign convention. The paper maximises L_ANS: total = L_task − λ·L_ANS. Our part ``ans`` is the loss to
-MINIMISE, ``ans = −L_ANS`` (:class:`contrastext.objectives.ans.ANS`, a CriticNCE loss ≥ 0), so the trainer's
-total is ``task + λ·ans`` with ``loss_weights = {"task": 1, "ans": λ}``, λ = 0.1. Encoder, head and
-critic all minimise it (the critic is trained jointly, as in the paper).
+Active negative selection (ANS, §3.3): N_v(i) are the K entries of a memory bank B_v nearest (cosine) to
+v_i, excluding i's own row, and N_u(i) likewise from B_u; both banks hold one entry per training example,
+start as N(0, I) noise (§3.4; ``bank_init: unit`` for unit-norm rows) and are updated after each optimiser
+step by ũ ← (1 − ρ)·u + ρ·ũ (Eq. 7, ρ = ``momentum``; the paper gives no value, see ``ReclaimArgs``).
 
-Ablations (``method_args.negatives``): ``topk`` (ANS, the paper's method), ``in_batch`` (the other rows
-of the batch, no banks searched), ``random`` (negatives from a random ``random_fraction`` = 80 % of the
+Sign convention. The paper maximises L_ANS: total = L_task − λ·L_ANS (Eq. 8). Our part ``ans`` is the loss
+to MINIMISE, ``ans = −L_ANS`` (:class:`contrastext.objectives.ans.ANS`, a CriticNCE loss ≥ 0), so the
+trainer's total is ``task + λ·ans`` with ``loss_weights = {"task": 1, "ans": λ}``, λ = 0.1 (§5). Encoder,
+head and critic all minimise it (the critic is trained jointly, as in the paper).
+
+Ablations (``method_args.negatives``, §5.4): ``topk`` (ANS, the paper's method), ``in_batch`` (the other
+rows of the batch, no banks searched), ``random`` (negatives from a random ``random_fraction`` = 80 % of the
 bank instead of the nearest ones).
 
-How a recipe becomes this module (data, banks sized to the training set, evaluator) is
-:mod:`contrastext.runs.reclaim`.
+How a recipe becomes this module (data, the semi-supervised draw ``labelled_fraction``, banks sized to the
+training set, evaluator) is :mod:`contrastext.runs.reclaim`.
 
 Example::
 
     >>> method = ReclaimMethod(encoder, get_task("sst2"), num_train=len(train), args=ReclaimArgs(k=4))
     >>> method(method.collate(train[:8]))          # train: IndexedExample rows
-    {'task': tensor(0.70, grad_fn=...), 'ans': tensor(1.39, grad_fn=...)}
+    {'task': tensor(0.70, grad_fn=...), 'ans': tensor(3.47, grad_fn=...)}
 """
 
 from __future__ import annotations
@@ -46,15 +50,34 @@ from contrastext.models.pooling import mean_pool
 
 
 class ReclaimArgs(ClassificationArgs):
-    """``method_args`` of the ``reclaim`` recipe."""
+    """``method_args`` of the ``reclaim`` recipe (the paper's value beside each; docs/methods/reclaim.md)."""
 
-    lam: float = Field(default=0.1, ge=0, description="λ: weight of the ans part (loss = task + λ·ans)")
-    k: int = Field(default=100, gt=0, description="K nearest negatives per example and per bank (topk)")
-    momentum: float = Field(default=0.5, ge=0, lt=1, description="ρ of the bank update ũ ← (1 − ρ)u + ρũ")
-    negatives: Literal["topk", "in_batch", "random"] = Field(default="topk", description="ablation of ANS")
+    lam: float = Field(default=0.1, ge=0, description="λ: weight of the ans part (loss = task + λ·ans); paper §5: 0.1")
+    k: int = Field(
+        default=100, gt=0, description="K nearest negatives per example and per bank (topk); paper §5.1: 100, "
+        "10 in the semi-supervised setting"
+    )
+    negative_reduction: Literal["half_sum", "mean"] = Field(
+        default="half_sum", description="each side's K negative terms: ½ Σ (paper Eq. 6) or the mean (1/K) Σ"
+    )
+    momentum: float = Field(
+        default=0.5, ge=0, lt=1, description="ρ of the bank update ũ ← (1 − ρ)u + ρũ (Eq. 7); the paper gives no "
+        "value, 0.5 is Wu et al. 2018's memory-bank momentum"
+    )
+    bank_init: Literal["gaussian", "unit"] = Field(
+        default="gaussian", description="bank rows start as N(0, I) (paper §3.4) or as unit-norm Gaussian draws"
+    )
+    negatives: Literal["topk", "in_batch", "random"] = Field(default="topk", description="ablation of ANS (§5.4)")
     random_fraction: float = Field(default=0.8, gt=0, le=1, description="share of the bank for negatives=random")
     search: Literal["exact", "faiss"] = Field(default="exact", description="top-K search over the banks")
-    critic_hidden: int = Field(default=64, gt=0, description="width of the critic's layers")
+    critic_hidden: int = Field(default=64, gt=0, description="width of the critic's layers; paper appendix: 64")
+    labelled_fraction: float | None = Field(
+        default=None, gt=0, le=1, description="semi-supervised setting (§5.1): train on a seeded random share "
+        "of the labelled training set (the paper: 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, with k=10); None: all of it"
+    )
+    labelled_seed: int | None = Field(
+        default=None, ge=0, description="seed of the labelled_fraction draw; None: the run's seed"
+    )
 
 
 class ReclaimMethod(ClassificationMethod):
@@ -81,6 +104,8 @@ class ReclaimMethod(ClassificationMethod):
             search=args.search,
             mode=args.negatives,
             random_fraction=args.random_fraction,
+            negative_reduction=args.negative_reduction,
+            bank_init=args.bank_init,
         )
         self.loss_weights = {"task": 1.0, "ans": args.lam}
         self._pending: list[tuple[Tensor, Tensor, Tensor]] = []

@@ -4,20 +4,29 @@ Wu et al., "Unsupervised Feature Learning via Non-Parametric Instance Discrimina
 RECLAIM ("Towards robust and efficient contrastive textual representation learning", ICLR 2021
 submission) keeps two such banks, B_u and B_v, and updates them with momentum after each step:
 
-    ũ_i ← (1 − ρ) · u_i + ρ · ũ_i        (ρ = ``momentum``, e.g. 0.5)
+    ũ_i ← (1 − ρ) · u_i + ρ · ũ_i        (ρ = ``momentum``; RECLAIM Eq. 7)
 
-where u_i is the fresh (detached) feature of example i and ũ_i its bank entry.
+where u_i is the fresh (detached) feature of example i and ũ_i its bank entry. RECLAIM gives the range
+ρ ∈ (0, 1] (§3.4) but no value; 0.5 is the memory-bank momentum of Wu et al.'s released code
+(zhirongw/lemniscate.pytorch, ``NCEAverage(momentum=0.5)``, the same rule: old·m + new·(1 − m)), the work
+RECLAIM cites for its update. We allow ρ = 0 (plain replacement, the "naive" update §3.4 argues against)
+and exclude ρ = 1 (the bank would never move from its initial noise).
 
-Initialisation: every row is drawn from a standard Gaussian and scaled to unit L2 norm, so that cosine
-search over a not-yet-visited bank returns uniformly random directions. Fresh features are stored as
-given (not re-normalised): cosine search does not care about scale, and a critic sees real features.
+Initialisation (``init``):
+
+- ``"gaussian"`` (default, RECLAIM §3.4: "initialized with Gaussian noise: u ∼ N(0, I)"): every entry an
+  independent standard normal draw, rows of norm ≈ √dim;
+- ``"unit"``: the same draws scaled to unit L2 norm (rows on the sphere, the scale of normalised features).
+
+Cosine search does not see the scale, so both give the same nearest neighbours before a row is first
+written; a critic does see it. Fresh features are stored as given (not re-normalised).
 
 Duplicate indices in one ``update`` call: the values given for the same index are averaged first, then
 the momentum rule is applied once, so the result does not depend on the order of the rows.
 
 Example::
 
-    bank = MemoryBank(size=len(dataset), dim=384, momentum=0.5)
+    bank = MemoryBank(size=len(dataset), dim=384, momentum=0.5)          # rows ~ N(0, I)
     negatives = bank.get(neighbour_indices)        # (B, K, 384)
     ...
     bank.update(batch_indices, features.detach())  # after the optimiser step
@@ -28,11 +37,30 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from contrastext.errors import UnknownNameError
+
+INITS = ("gaussian", "unit")
+
+
+def initial_rows(size: int, dim: int, init: str = "gaussian", generator: torch.Generator | None = None) -> Tensor:
+    """``size`` × ``dim`` starting rows: N(0, I) draws (``"gaussian"``) or the same draws at unit norm (``"unit"``)."""
+    if init not in INITS:
+        raise UnknownNameError(f"unknown memory bank init {init!r}: choose one of {', '.join(INITS)}")
+    rows = torch.randn(size, dim, generator=generator)
+    return nn.functional.normalize(rows, dim=1) if init == "unit" else rows
+
 
 class MemoryBank(nn.Module):
     """``size`` × ``dim`` embeddings in a registered buffer, updated by momentum ``ρ`` per example index."""
 
-    def __init__(self, size: int, dim: int, momentum: float = 0.5, generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        size: int,
+        dim: int,
+        momentum: float = 0.5,
+        generator: torch.Generator | None = None,
+        init: str = "gaussian",
+    ):
         super().__init__()
         if size < 1 or dim < 1:
             raise ValueError(f"MemoryBank needs size >= 1 and dim >= 1, got size={size}, dim={dim}")
@@ -41,8 +69,8 @@ class MemoryBank(nn.Module):
         self.size = size
         self.dim = dim
         self.momentum = momentum
-        initial = torch.randn(size, dim, generator=generator)
-        self.register_buffer("bank", nn.functional.normalize(initial, dim=1))
+        self.init = init
+        self.register_buffer("bank", initial_rows(size, dim, init, generator))
 
     def __len__(self) -> int:
         return self.size
@@ -79,4 +107,4 @@ class MemoryBank(nn.Module):
         self.bank[unique] = (1.0 - self.momentum) * fresh + self.momentum * self.bank[unique]
 
     def extra_repr(self) -> str:
-        return f"size={self.size}, dim={self.dim}, momentum={self.momentum}"
+        return f"size={self.size}, dim={self.dim}, momentum={self.momentum}, init={self.init!r}"

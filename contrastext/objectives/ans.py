@@ -1,28 +1,33 @@
 """RECLAIM's active negative selection (ANS): the critic NCE with the K nearest bank entries as negatives.
 
 Paper: L. Chen et al., "Towards robust and efficient contrastive textual representation learning",
-ICLR 2021 submission (RECLAIM), Eq. 6. Two memory banks hold a momentum-averaged copy of every training
-example's features, B_u = {ũ_j} and B_v = {ṽ_j}. For the pair (u_i, v_i) of example i:
+ICLR 2021 submission (RECLAIM), §3.3–3.4, Eq. 6–7. Two memory banks hold a momentum-averaged copy of every
+training example's features, B_u = {ũ_j} and B_v = {ṽ_j}, initialised with N(0, I) noise (§3.4). For the
+pair (u_i, v_i) of example i, V_nn and U_nn are the K nearest bank entries by cosine (§3.3):
 
     N_v(i) = top-K_j  cos(v_i, ṽ_j),  j ≠ i        N_u(i) = top-K_j  cos(u_i, ũ_j),  j ≠ i
 
-    L = −(1/B) Σ_i [ log g(u_i, v_i) + (1/K) Σ_{j ∈ N_v(i)} log(1 − g(u_i, ṽ_j))
-                                     + (1/K) Σ_{j ∈ N_u(i)} log(1 − g(ũ_j, v_i)) ]
+    L = −(1/B) Σ_i [ log g(u_i, v_i) + ½ Σ_{j ∈ N_v(i)} log(1 − g(u_i, ṽ_j))
+                                     + ½ Σ_{j ∈ N_u(i)} log(1 − g(ũ_j, v_i)) ]          (−Eq. 6)
 
-with g the Wasserstein critic (``objectives/critic.py``). After the optimiser step, ``update`` moves the
-bank entries of the batch: ũ_i ← (1 − ρ)·u_i + ρ·ũ_i (ρ = ``momentum``), the same for ṽ_i.
+with g the Wasserstein critic (``objectives/critic.py``; the "−" the extracted Eq. 6 prints before the
+halved sums is read as "+", see there). ``negative_reduction="mean"`` uses (1/K) Σ instead of ½ Σ. After
+the optimiser step, ``update`` moves the bank entries of the batch: ũ_i ← (1 − ρ)·u_i + ρ·ũ_i
+(ρ = ``momentum``, Eq. 7), the same for ṽ_i. ``bank_init``: ``"gaussian"`` (N(0, I), the paper) or
+``"unit"`` (the same draws at unit norm).
 
-Modes (the paper's ablations):
+Modes (the paper's ablations, §5.4):
 
 - ``"topk"``: the K nearest neighbours above (the method);
 - ``"random"``: instead of the top-K, a random ``random_fraction`` (default 80%) of the bank, drawn afresh
-  each call, shared by the batch and never containing the batch's own rows. Cost: the critic scores
-  B × ⌈fraction · N⌉ pairs, so keep N moderate in this mode;
-- ``"in_batch"``: the other rows of the batch only (banks unused by the loss, still updated).
+  each call, shared by the batch and never containing the batch's own rows ("the 80% Method"). Cost: the
+  critic scores B × ⌈fraction · N⌉ pairs, so keep N moderate in this mode; with ``"half_sum"`` the negative
+  terms then count M = ⌈fraction · N⌉ each (Eq. 6 with V_nn, U_nn replaced by the random rows);
+- ``"in_batch"``: the other rows of the batch only, K = B − 1 (banks unused by the loss, still updated).
 
 Example::
 
-    ans = ANS(WassersteinCritic(384, 384), bank_size=len(dataset), dim_u=384, dim_v=384, k=100)
+    ans = ANS(WassersteinCritic(384, 384), bank_size=len(dataset), dim_u=384, dim_v=384, k=100, momentum=0.5)
     loss = ans(u, v, batch_indices)        # in the method's forward
     ans.update(batch_indices, u, v)        # in the method's after_step()
 """
@@ -58,6 +63,8 @@ class ANS(Objective):
         search: str | NearestNeighbourSearch = "exact",
         mode: str = "topk",
         random_fraction: float = 0.8,
+        negative_reduction: str = "half_sum",
+        bank_init: str = "gaussian",
     ):
         super().__init__()
         if mode not in MODES:
@@ -69,9 +76,9 @@ class ANS(Objective):
                 f"ANS k={k} is impossible with a bank of {bank_size} examples: "
                 f"k must be between 1 and {bank_size - 1} (each example's own row is excluded)"
             )
-        self.nce = CriticNCE(critic)
-        self.bank_u = MemoryBank(bank_size, dim_u, momentum)
-        self.bank_v = MemoryBank(bank_size, dim_v, momentum)
+        self.nce = CriticNCE(critic, negative_reduction=negative_reduction)
+        self.bank_u = MemoryBank(bank_size, dim_u, momentum, init=bank_init)
+        self.bank_v = MemoryBank(bank_size, dim_v, momentum, init=bank_init)
         self.search = make_search(search) if isinstance(search, str) else search
         self.k, self.mode, self.random_fraction = k, mode, random_fraction
 
@@ -120,4 +127,7 @@ class ANS(Objective):
         self.bank_v.update(indices, v)
 
     def extra_repr(self) -> str:
-        return f"k={self.k}, mode={self.mode!r}, random_fraction={self.random_fraction}"
+        return (
+            f"k={self.k}, mode={self.mode!r}, random_fraction={self.random_fraction}, "
+            f"negative_reduction={self.nce.negative_reduction!r}"
+        )

@@ -4,7 +4,7 @@ Paper: L. Chen et al., "Towards robust and efficient contrastive textual represe
 ICLR 2021 submission (RECLAIM). A critic g(u, v) ∈ (0, 1) tells a true pair of features of the same
 text (u: e.g. the pooled sentence feature, v: e.g. the mean input-embedding feature) from mismatched
 pairs. Constraining the pre-sigmoid score s(u, v) to be 1-Lipschitz turns the KL-based bound into the
-Wasserstein dependency measure (Ozair et al., 2019), which avoids vanishing contrast signals.
+Wasserstein dependency measure (Ozair et al., 2019), which avoids vanishing contrast signals (§3.2).
 
 Critic architecture (``WassersteinCritic``)::
 
@@ -12,25 +12,40 @@ Critic architecture (``WassersteinCritic``)::
     s(u, v) = W5 σ(W4 σ(W3 [p_u(u); p_v(v)]))                        (3-layer MLP on the concatenation)
     g(u, v) = sigmoid(s(u, v))
 
-Every Linear carries spectral normalisation (operator norm ≤ 1) and σ = LeakyReLU(0.2) is 1-Lipschitz,
+The paper (appendix, "Architecture for g"): "two different MLP layers first to map u, v into the same
+dimension, and then we feed both into a three layer MLP", with dim = 64 for BERT. Not given: the depth of
+the two projections (ours: two layers each), how "both" are fed (ours: concatenation), the widths inside
+the three-layer MLP (ours: h) and the activation (ours: LeakyReLU(0.2); §3.2 names ReLU and Leaky ReLU as
+1-Lipschitz activations).
+
+Every Linear carries spectral normalisation (operator norm ≤ 1, §3.2) and σ = LeakyReLU(0.2) is 1-Lipschitz,
 so p_u and p_v are 1-Lipschitz. Concatenating them keeps the constant ≤ 1 *in the joint input (u, v)*:
 ‖[p_u(u) − p_u(u′); p_v(v) − p_v(v′)]‖² = ‖p_u(u) − p_u(u′)‖² + ‖p_v(v) − p_v(v′)‖² ≤ ‖u − u′‖² + ‖v − v′‖²,
 so no 1/√2 factor is needed (it would be if one input fed both branches). The head is a composition of
 1-Lipschitz maps, hence |s(u, v) − s(u′, v′)| ≤ ‖(u, v) − (u′, v′)‖. (Spectral norm is estimated by power
 iteration, one step per training forward, so the bound holds up to that estimate's accuracy.)
 
-NCE objective (``CriticNCE``, the paper's Eq. 3 with the negatives of Eq. 6)::
+NCE objective (``CriticNCE``): the paper's Eq. 6 (its Eq. 3 with K negatives per side), maximised by the
+paper, so our loss is its negative::
 
-    L = −(1/B) Σ_i [ log g(u_i, v_i) + (1/K) Σ_k log(1 − g(u_i, v′_ik)) + (1/K) Σ_k log(1 − g(u′_ik, v_i)) ]
+    L_ANS = E_π [ log g(u, v) + ½ Σ_{v′∈V_nn} log(1 − g(u, v′)) + ½ Σ_{u′∈U_nn} log(1 − g(u′, v)) ]   (Eq. 6)
 
-computed as log g = logsigmoid(s) and log(1 − g) = logsigmoid(−s). Negatives v′_ik (paired with u_i) and
+    loss  = −(1/B) Σ_i [ log g(u_i, v_i) + ½ Σ_k log(1 − g(u_i, v′_ik)) + ½ Σ_k log(1 − g(u′_ik, v_i)) ]
+
+``negative_reduction="half_sum"`` (default) is this form: each side's K negative terms are summed and
+halved. The extracted text of Eq. 6 prints "−" before the two halved sums; we read them as "+", the form of
+Eq. 3 (L_NCE = E log g + γ E log(1 − g)): with "−" maximising L_ANS would push g(u, v′) of the negatives
+towards 1, the opposite of NCE. ``negative_reduction="mean"`` replaces ½ Σ_k by (1/K) Σ_k on each side (our
+earlier form; it weighs the negatives K/2 times less, e.g. 50× at K = 100).
+
+Computed as log g = logsigmoid(s) and log(1 − g) = logsigmoid(−s). Negatives v′_ik (paired with u_i) and
 u′_ik (paired with v_i) come from a memory bank (ANS, ``objectives/ans.py``) or, when not given, from the
-batch: every other row j ≠ i.
+batch: every other row j ≠ i (K = B − 1).
 
 Example::
 
     critic = WassersteinCritic(dim_u=384, dim_v=384)
-    nce = CriticNCE(critic)
+    nce = CriticNCE(critic)                           # Eq. 6: ½ Σ over the negatives
     loss = nce(u, v)                                  # in-batch negatives
     loss = nce(u, v, negatives_u=nu, negatives_v=nv)  # (B, K, d) negatives from the banks
 """
@@ -42,8 +57,12 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.nn.utils.parametrizations import spectral_norm
 
+from contrastext.errors import UnknownNameError
+
 from .base import Objective
 from .checks import check_negative_sets, check_paired_rows
+
+NEGATIVE_REDUCTIONS = ("half_sum", "mean")
 
 
 def _sn_linear(in_features: int, out_features: int) -> nn.Module:
@@ -107,18 +126,29 @@ def _negative_scores(critic: WassersteinCritic, fixed: Tensor, negatives: Tensor
     return critic.score(fixed, negatives) if fixed_is_u else critic.score(negatives, fixed)
 
 
+def reduce_negatives(terms: Tensor, reduction: str) -> Tensor:
+    """One side's negative terms (B, K) -> (B,): ½ Σ_k (``"half_sum"``, Eq. 6) or (1/K) Σ_k (``"mean"``)."""
+    return 0.5 * terms.sum(dim=1) if reduction == "half_sum" else terms.mean(dim=1)
+
+
 class CriticNCE(Objective):
-    """NCE with a learned critic: −[log g(u,v) + mean log(1 − g(u, v′)) + mean log(1 − g(u′, v))].
+    """NCE with a learned critic: −[log g(u,v) + ½ Σ log(1 − g(u, v′)) + ½ Σ log(1 − g(u′, v))] (Eq. 6).
 
     A ``pair`` objective (``loss(u, v)`` uses in-batch negatives) whose third and fourth arguments are the
     negatives of u's side and v's side, not negatives of the anchors: ``takes_negatives`` is False.
+    ``negative_reduction``: ``"half_sum"`` (Eq. 6) or ``"mean"`` ((1/K) Σ per side).
     """
 
     pair = True
 
-    def __init__(self, critic: WassersteinCritic):
+    def __init__(self, critic: WassersteinCritic, negative_reduction: str = "half_sum"):
         super().__init__()
+        if negative_reduction not in NEGATIVE_REDUCTIONS:
+            raise UnknownNameError(
+                f"unknown negative_reduction {negative_reduction!r}: choose one of {', '.join(NEGATIVE_REDUCTIONS)}"
+            )
         self.critic = critic
+        self.negative_reduction = negative_reduction
 
     def validate(
         self, u: Tensor, v: Tensor, negatives_u: Tensor | None = None, negatives_v: Tensor | None = None
@@ -166,7 +196,10 @@ class CriticNCE(Objective):
 
         per_pair = (
             F.logsigmoid(positive)
-            + F.logsigmoid(-scores_v).mean(dim=1)
-            + F.logsigmoid(-scores_u).mean(dim=1)
+            + reduce_negatives(F.logsigmoid(-scores_v), self.negative_reduction)
+            + reduce_negatives(F.logsigmoid(-scores_u), self.negative_reduction)
         )
         return -per_pair.mean()
+
+    def extra_repr(self) -> str:
+        return f"negative_reduction={self.negative_reduction!r}"

@@ -1,16 +1,29 @@
-"""MemoryBank: normalised Gaussian init, momentum update, duplicate indices, state_dict, bad indices."""
+"""MemoryBank: N(0, I) init (RECLAIM §3.4) or unit rows, momentum update (Eq. 7), duplicates, state_dict, errors."""
 
 import pytest
 import torch
 
+from contrastext.errors import UnknownNameError
 from contrastext.negatives.bank import MemoryBank
 
 
-def test_initial_rows_are_unit_norm_and_distinct():
+def test_initial_rows_are_standard_gaussian_draws():
+    """RECLAIM §3.4: "initialized with Gaussian noise: u ∼ N(0, I)", not rescaled."""
     bank = MemoryBank(size=50, dim=8, momentum=0.5, generator=torch.Generator().manual_seed(0))
-    norms = bank.bank.norm(dim=1)
-    assert torch.allclose(norms, torch.ones(50), atol=1e-6)
-    assert torch.unique(bank.bank, dim=0).size(0) == 50
+    assert torch.equal(bank.bank, torch.randn(50, 8, generator=torch.Generator().manual_seed(0)))
+    big = MemoryBank(size=4000, dim=8, generator=torch.Generator().manual_seed(1)).bank
+    assert abs(big.mean().item()) < 0.03 and abs(big.var().item() - 1.0) < 0.05
+    assert abs(big.pow(2).sum(dim=1).mean().item() - 8.0) < 0.3  # E‖x‖² = dim, not 1
+    assert MemoryBank(size=5, dim=3).init == "gaussian"
+
+
+def test_unit_init_option_gives_the_same_directions_at_unit_norm():
+    draws = torch.randn(50, 8, generator=torch.Generator().manual_seed(0))
+    bank = MemoryBank(size=50, dim=8, generator=torch.Generator().manual_seed(0), init="unit")
+    assert torch.allclose(bank.bank.norm(dim=1), torch.ones(50), atol=1e-6)
+    assert torch.allclose(bank.bank, draws / draws.norm(dim=1, keepdim=True), atol=1e-6)
+    with pytest.raises(UnknownNameError, match="gaussian, unit"):
+        MemoryBank(size=5, dim=3, init="zeros")
 
 
 def test_momentum_update_matches_formula_and_leaves_others():
@@ -27,14 +40,14 @@ def test_momentum_update_matches_formula_and_leaves_others():
 
 
 def test_duplicate_indices_average_values_then_apply_momentum_once():
-    bank = MemoryBank(size=3, dim=2, momentum=0.5)
+    bank = MemoryBank(size=3, dim=2, momentum=0.2)  # ρ ≠ 0.5, so ρ and 1 − ρ cannot be swapped unnoticed
     before = bank.bank.clone()
     values = torch.tensor([[1.0, 0.0], [3.0, 2.0], [5.0, 5.0]])
     bank.update(torch.tensor([2, 0, 2]), values)
-    assert torch.allclose(bank.bank[2], 0.5 * torch.tensor([3.0, 2.5]) + 0.5 * before[2])
-    assert torch.allclose(bank.bank[0], 0.5 * values[1] + 0.5 * before[0])
+    assert torch.allclose(bank.bank[2], 0.8 * torch.tensor([3.0, 2.5]) + 0.2 * before[2])
+    assert torch.allclose(bank.bank[0], 0.8 * values[1] + 0.2 * before[0])
     # Order of the duplicated rows does not matter.
-    other = MemoryBank(size=3, dim=2, momentum=0.5)
+    other = MemoryBank(size=3, dim=2, momentum=0.2)
     other.load_state_dict({"bank": before})
     other.update(torch.tensor([2, 2, 0]), values[[2, 0, 1]])
     assert torch.allclose(other.bank, bank.bank)

@@ -1,4 +1,8 @@
-"""ANS: top-K bank negatives (own row excluded), random-subset and in-batch modes, momentum updates."""
+"""ANS: top-K bank negatives (own row excluded), random-subset and in-batch modes, momentum updates.
+
+Expected losses are RECLAIM's Eq. 6 written out in ``naive_objectives.reclaim_ans`` on critic scores taken
+pair by pair, never the module's own CriticNCE.
+"""
 
 import math
 
@@ -8,7 +12,8 @@ import torch.nn.functional as F
 
 from contrastext.errors import UnknownNameError
 from contrastext.objectives.ans import ANS
-from contrastext.objectives.critic import CriticNCE, WassersteinCritic
+from contrastext.objectives.critic import WassersteinCritic
+from tests.objectives.naive_objectives import reclaim_ans
 
 DIM_U, DIM_V, BANK = 6, 5, 40
 
@@ -29,6 +34,15 @@ def batch(seed: int = 1):
     return torch.randn(4, DIM_U, generator=generator), torch.randn(4, DIM_V, generator=generator), indices
 
 
+def eq6(critic, u, v, negatives_u, negatives_v, reduction="half_sum"):
+    """−L_ANS of Eq. 6 with negatives (B, K, d) per row, from scores s(u_i, v_i), s(u_i, v′_ik), s(u′_ik, v_i)."""
+    with torch.no_grad():
+        positive = torch.stack([critic.score(u[i], v[i]) for i in range(len(u))])
+        against_v = torch.stack([torch.stack([critic.score(u[i], n) for n in negatives_v[i]]) for i in range(len(u))])
+        against_u = torch.stack([torch.stack([critic.score(n, v[i]) for n in negatives_u[i]]) for i in range(len(u))])
+    return reclaim_ans(positive, against_v, against_u, reduction)
+
+
 def brute_force_neighbours(queries, bank, k, exclude):
     scores = F.normalize(queries, dim=1) @ F.normalize(bank, dim=1).T
     scores[torch.arange(len(queries)), exclude] = float("-inf")
@@ -46,10 +60,25 @@ def test_topk_mode_uses_nearest_bank_rows(search):
     assert torch.equal(near_u, brute_force_neighbours(u, ans.bank_u.bank, 5, indices))
     assert torch.equal(near_v, brute_force_neighbours(v, ans.bank_v.bank, 5, indices))
     assert not (near_u == indices.unsqueeze(1)).any() and not (near_v == indices.unsqueeze(1)).any()
-    expected = CriticNCE(ans.critic)(
-        u, v, negatives_u=ans.bank_u.bank[near_u], negatives_v=ans.bank_v.bank[near_v]
-    )
-    assert torch.allclose(ans(u, v, indices), expected, atol=1e-6)
+    expected = eq6(ans.critic, u, v, ans.bank_u.bank[near_u], ans.bank_v.bank[near_v])
+    assert ans(u, v, indices).item() == pytest.approx(expected, abs=1e-5)
+
+
+def test_mean_reduction_option_weighs_each_side_by_one_over_k():
+    ans = make_ans(k=5, negative_reduction="mean")
+    u, v, indices = batch()
+    near_u, near_v = ans.nearest_negatives(u, v, indices)
+    expected = eq6(ans.critic, u, v, ans.bank_u.bank[near_u], ans.bank_v.bank[near_v], reduction="mean")
+    assert ans(u, v, indices).item() == pytest.approx(expected, abs=1e-5)
+    assert make_ans().nce.negative_reduction == "half_sum"
+
+
+def test_banks_start_as_standard_gaussian_noise_unless_unit_is_asked():
+    ans = ANS(WassersteinCritic(DIM_U, DIM_V), bank_size=2000, dim_u=DIM_U, dim_v=DIM_V, k=5)
+    for bank in (ans.bank_u.bank, ans.bank_v.bank):
+        assert abs(bank.var().item() - 1.0) < 0.05  # N(0, I), RECLAIM §3.4
+    unit = ANS(WassersteinCritic(DIM_U, DIM_V), bank_size=50, dim_u=DIM_U, dim_v=DIM_V, k=5, bank_init="unit")
+    assert torch.allclose(unit.bank_v.bank.norm(dim=1), torch.ones(50), atol=1e-6)
 
 
 def test_random_mode_uses_a_fraction_of_the_bank_outside_the_batch():
@@ -62,25 +91,27 @@ def test_random_mode_uses_a_fraction_of_the_bank_outside_the_batch():
     assert not set(rows.tolist()) & set(indices.tolist())
     torch.manual_seed(7)
     loss = ans(u, v, indices)
-    expected = CriticNCE(ans.critic)(u, v, negatives_u=ans.bank_u.bank[rows], negatives_v=ans.bank_v.bank[rows])
-    assert torch.allclose(loss, expected, atol=1e-6)
+    shared_u, shared_v = ans.bank_u.bank[rows].expand(4, -1, -1), ans.bank_v.bank[rows].expand(4, -1, -1)
+    assert loss.item() == pytest.approx(eq6(ans.critic, u, v, shared_u, shared_v), abs=1e-5)
     # The default 80% of 40 rows would need 32 negatives but only 36 are outside the batch: fine.
     assert make_ans(mode="random").random_negatives(indices).numel() == 32
 
 
-def test_in_batch_mode_is_plain_critic_nce():
+def test_in_batch_mode_contrasts_each_pair_with_the_other_rows():
     ans = make_ans(mode="in_batch")
     u, v, indices = batch()
-    assert torch.allclose(ans(u, v, indices), CriticNCE(ans.critic)(u, v))
+    others = [[j for j in range(4) if j != i] for i in range(4)]
+    expected = eq6(ans.critic, u, v, torch.stack([u[row] for row in others]), torch.stack([v[row] for row in others]))
+    assert ans(u, v, indices).item() == pytest.approx(expected, abs=1e-5)
 
 
 def test_update_moves_bank_rows_by_momentum():
-    ans = make_ans(momentum=0.5)
+    ans = make_ans(momentum=0.3)  # ρ ≠ 0.5: Eq. 7 is ũ ← (1 − ρ)·u + ρ·ũ, the fresh feature weighs 0.7
     u, v, indices = batch()
     before_u, before_v = ans.bank_u.bank.clone(), ans.bank_v.bank.clone()
     ans.update(indices, u.requires_grad_(True), v)
-    assert torch.allclose(ans.bank_u.bank[indices], 0.5 * u.detach() + 0.5 * before_u[indices])
-    assert torch.allclose(ans.bank_v.bank[indices], 0.5 * v + 0.5 * before_v[indices])
+    assert torch.allclose(ans.bank_u.bank[indices], 0.7 * u.detach() + 0.3 * before_u[indices])
+    assert torch.allclose(ans.bank_v.bank[indices], 0.7 * v + 0.3 * before_v[indices])
     others = torch.tensor([0, 1, 2, 4])
     assert torch.equal(ans.bank_u.bank[others], before_u[others])
 

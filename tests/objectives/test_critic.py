@@ -1,12 +1,16 @@
-"""WassersteinCritic (1-Lipschitz score, broadcasting) and CriticNCE (against a naive per-pair loop)."""
+"""WassersteinCritic (1-Lipschitz score, broadcasting) and CriticNCE against RECLAIM's Eq. 6 (naive_objectives)."""
 
 import copy
+import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
+from contrastext.errors import UnknownNameError
 from contrastext.objectives.critic import CriticNCE, WassersteinCritic
+from tests.objectives.naive_objectives import reclaim_ans
 
 DIM_U, DIM_V = 5, 7
 
@@ -92,31 +96,53 @@ def test_score_broadcasts_and_matches_pairwise_calls():
         critic.score(torch.randn(3, DIM_U), torch.randn(4, DIM_V))
 
 
-def naive_nce(critic, u, v, negatives_u, negatives_v):
-    """−mean_i [log g(u_i,v_i) + mean_k log(1−g(u_i,v′_ik)) + mean_k log(1−g(u′_ik,v_i))], pair by pair."""
-    total = 0.0
-    for i in range(len(u)):
-        term = torch.log(torch.sigmoid(critic.score(u[i], v[i])))
-        term = term + torch.stack(
-            [torch.log(1 - torch.sigmoid(critic.score(u[i], neg))) for neg in negatives_v[i]]
-        ).mean()
-        term = term + torch.stack(
-            [torch.log(1 - torch.sigmoid(critic.score(neg, v[i]))) for neg in negatives_u[i]]
-        ).mean()
-        total = total - term
-    return total / len(u)
+def naive_nce(critic, u, v, negatives_u, negatives_v, reduction="half_sum"):
+    """Eq. 6 on scores taken pair by pair: s(u_i, v_i), s(u_i, v′_ik), s(u′_ik, v_i), then naive_objectives."""
+    with torch.no_grad():
+        positive = torch.stack([critic.score(u[i], v[i]) for i in range(len(u))])
+        against_v = torch.stack([torch.stack([critic.score(u[i], n) for n in negatives_v[i]]) for i in range(len(u))])
+        against_u = torch.stack([torch.stack([critic.score(n, v[i]) for n in negatives_u[i]]) for i in range(len(u))])
+    return reclaim_ans(positive, against_v, against_u, reduction)
 
 
+class ZeroCritic(nn.Module):
+    """s(u, v) ≡ 0, so g ≡ ½ everywhere: the loss is then a number one can write down."""
+
+    def __init__(self, dim_u: int, dim_v: int):
+        super().__init__()
+        self.dim_u, self.dim_v = dim_u, dim_v
+        self.scale = nn.Parameter(torch.zeros(()))
+
+    def score(self, u, v):
+        return self.scale * (u[..., 0] + v[..., 0])
+
+
+def test_nce_at_g_one_half_is_the_hand_computed_value():
+    """g ≡ ½: Eq. 6 gives −[log ½ + ½·K·log ½ + ½·K·log ½] = (1 + K)·log 2; the mean form gives 3·log 2."""
+    u, v = torch.randn(3, DIM_U), torch.randn(3, DIM_V)
+    nu, nv = torch.randn(3, 4, DIM_U), torch.randn(3, 4, DIM_V)
+    paper = CriticNCE(ZeroCritic(DIM_U, DIM_V))
+    assert paper.negative_reduction == "half_sum"
+    assert paper(u, v, negatives_u=nu, negatives_v=nv).item() == pytest.approx(5 * math.log(2), rel=1e-6)
+    mean = CriticNCE(ZeroCritic(DIM_U, DIM_V), negative_reduction="mean")
+    assert mean(u, v, negatives_u=nu, negatives_v=nv).item() == pytest.approx(3 * math.log(2), rel=1e-6)
+    # In-batch: K = B − 1 = 2 negatives per side.
+    assert paper(u, v).item() == pytest.approx(3 * math.log(2), rel=1e-6)
+    with pytest.raises(UnknownNameError, match="half_sum, mean"):
+        CriticNCE(ZeroCritic(DIM_U, DIM_V), negative_reduction="sum")
+
+
+@pytest.mark.parametrize("reduction", ["half_sum", "mean"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_nce_with_given_negatives_matches_loop(dtype):
+def test_nce_with_given_negatives_matches_loop(dtype, reduction):
     critic = settle(make_critic()).to(dtype)
     batch, k = 4, 3
     u, v = torch.randn(batch, DIM_U, dtype=dtype), torch.randn(batch, DIM_V, dtype=dtype)
     nu, nv = torch.randn(batch, k, DIM_U, dtype=dtype), torch.randn(batch, k, DIM_V, dtype=dtype)
-    loss = CriticNCE(critic)(u, v, negatives_u=nu, negatives_v=nv)
+    loss = CriticNCE(critic, negative_reduction=reduction)(u, v, negatives_u=nu, negatives_v=nv)
     tolerance = 1e-5 if dtype == torch.float32 else 1e-10
     assert loss.dtype == dtype
-    assert torch.allclose(loss, naive_nce(critic, u, v, nu, nv), atol=tolerance)
+    assert loss.item() == pytest.approx(naive_nce(critic, u, v, nu, nv, reduction), abs=tolerance)
 
 
 def test_nce_in_batch_matches_loop():
@@ -128,10 +154,10 @@ def test_nce_in_batch_matches_loop():
     nv = torch.stack([v[row] for row in others])
     expected = naive_nce(critic, u, v, nu, nv)
     nce = CriticNCE(critic)
-    assert torch.allclose(nce(u, v), expected, atol=1e-10)
+    assert nce(u, v).item() == pytest.approx(expected, abs=1e-10)
     # One side given, the other in-batch.
-    assert torch.allclose(nce(u, v, negatives_u=nu), expected, atol=1e-10)
-    assert torch.allclose(nce(u, v, negatives_v=nv), expected, atol=1e-10)
+    assert nce(u, v, negatives_u=nu).item() == pytest.approx(expected, abs=1e-10)
+    assert nce(u, v, negatives_v=nv).item() == pytest.approx(expected, abs=1e-10)
 
 
 def test_shared_negatives_equal_expanded_ones():
@@ -144,24 +170,34 @@ def test_shared_negatives_equal_expanded_ones():
     assert torch.allclose(shared, expanded, atol=1e-6)
 
 
-def test_nce_is_finite_for_extreme_scores_and_half_inputs():
-    critic = make_critic()
-    inflate(critic, 1e4)  # spectral norm removes the scale: still finite
+def test_nce_is_exact_for_extreme_scores_and_half_inputs():
+    """Scores in the thousands (g within 1e-300 of 0 or 1): the loss still equals Eq. 6 in double precision."""
+    critic = settle(make_critic())
+    inflate(critic, 1e4)  # spectral norm removes the scale of the weights, not of the inputs
+    settle(critic)
     u, v = 1e4 * torch.randn(4, DIM_U), 1e4 * torch.randn(4, DIM_V)
-    loss = CriticNCE(critic)(u, v)
-    assert torch.isfinite(loss)
-    half = CriticNCE(critic)(u.to(torch.bfloat16), v.to(torch.bfloat16))
-    assert half.dtype == torch.float32 and torch.isfinite(half)
+    others = [[j for j in range(4) if j != i] for i in range(4)]
+    nu, nv = torch.stack([u[row] for row in others]), torch.stack([v[row] for row in others])
+    expected = naive_nce(critic, u, v, nu, nv)
+    assert expected > 100  # far outside the range where a naive log(1 − g) would be finite in float32
+    assert CriticNCE(critic)(u, v).item() == pytest.approx(expected, rel=1e-4)
+    u16, v16 = u.to(torch.bfloat16), v.to(torch.bfloat16)
+    half = CriticNCE(critic)(u16, v16)
+    assert half.dtype == torch.float32
+    assert half.item() == pytest.approx(CriticNCE(critic)(u16.float(), v16.float()).item(), rel=1e-6)
     assert F.logsigmoid(torch.tensor(-1e4)).isfinite()
 
 
-def test_gradients_reach_critic_and_features():
-    critic = make_critic()
-    u = torch.randn(4, DIM_U, requires_grad=True)
-    v = torch.randn(4, DIM_V, requires_grad=True)
-    CriticNCE(critic)(u, v).backward()
-    assert u.grad.abs().sum() > 0 and v.grad.abs().sum() > 0
-    assert all(p.grad is not None for p in critic.parameters())
+def test_gradients_match_finite_differences_and_reach_the_critic():
+    critic = settle(make_critic()).double()
+    nce = CriticNCE(critic)
+    u = torch.randn(4, DIM_U, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(4, DIM_V, dtype=torch.float64, requires_grad=True)
+    nv = torch.randn(4, 3, DIM_V, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b, c: nce(a, b, negatives_v=c), (u, v, nv))
+    critic.train()
+    nce(u, v).backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in critic.parameters())
 
 
 def test_bad_shapes_are_clear_errors():

@@ -1,4 +1,4 @@
-"""RECLAIM end to end on a small slice of SST-2: banks move, ans is finite, negatives come from the banks."""
+"""RECLAIM end to end on a small slice of SST-2: banks move, ans is Eq. 6, the recipe is the paper's protocol."""
 
 from __future__ import annotations
 
@@ -6,13 +6,17 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+from contrastext.data.sampling import RandomBatchSampler
+from contrastext.data.tasks import load_task
 from contrastext.errors import ConfigError
 from contrastext.methods.reclaim import ReclaimArgs
-from contrastext.models.pooling import mean_pool
-from contrastext.runs.reclaim import build
+from contrastext.runs.data import load_classification_data
+from contrastext.runs.reclaim import build, labelled_subset
 from contrastext.runs.registry import get_run_spec
 from contrastext.runs.stages import run_training
+from tests.objectives.naive_objectives import reclaim_ans
 from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
 FAST = [
@@ -29,9 +33,42 @@ def config_and_args(tmp_path, model_path, *overrides: str):
     return config, config.method_args_as(get_run_spec("reclaim").args_model)
 
 
+def test_recipe_defaults_are_the_papers(tmp_path):
+    """λ = 0.1 (§5), K = 100 (§5.1), batch 32, lr 2e-5, 3 epochs (appendix C), critic width 64 (appendix),
+    Eq. 6's halved sums, N(0, I) banks (§3.4), all labelled rows (the supervised setting)."""
+    config = recipe_config("reclaim", tmp_path, "bundled:all-MiniLM-L6-v2")
+    args = config.method_args_as(ReclaimArgs)
+    assert (config.train.epochs, config.train.max_steps) == (3, None)
+    assert (config.train.batch_size, config.train.lr) == (32, 2e-5)
+    assert config.train.metric_for_best is None  # the final weights are reported, as the paper's dev numbers
+    assert (args.lam, args.k, args.critic_hidden) == (0.1, 100, 64)
+    assert (args.negative_reduction, args.bank_init, args.negatives) == ("half_sum", "gaussian", "topk")
+    assert args.labelled_fraction is None
+    assert ReclaimArgs().model_dump() == args.model_dump()  # the recipe and the model agree
+
+
+def test_a_default_run_refreshes_every_bank_row_more_than_once(tmp_path, data_root):
+    """The default run's batches (the trainer's sampler, its step count) visit every SST-2 training row ≥ 2 times."""
+    config = recipe_config("reclaim", tmp_path, "bundled:all-MiniLM-L6-v2")
+    train = config.train
+    size = len(load_task("sst2", data_root, split="train").examples)
+    sampler = RandomBatchSampler(size, train.batch_size, config.train_seed, train.drop_last)
+    steps = int(train.epochs * len(sampler.batches(0)))  # Trainer.total_steps without max_steps
+    assert steps == 3 * math.ceil(67349 / 32)
+    visits = torch.zeros(size, dtype=torch.long)
+    done, epoch = 0, 0
+    while done < steps:
+        for rows in sampler.batches(epoch)[: steps - done]:
+            visits[rows] += 1
+            done += 1
+        epoch += 1
+    assert int(visits.min()) >= 2 and int(visits.max()) == 3
+
+
 def test_topk_run_moves_the_banks_of_seen_examples(tmp_path, tiny_bert_path, data_root):
     config, args = config_and_args(
-        tmp_path, tiny_bert_path, "data.limit=200", "data.few_shot=16", "data.label_noise=0.125"
+        tmp_path, tiny_bert_path, "data.limit=200", "data.few_shot=16", "data.label_noise=0.125",
+        "train.drop_last=true",
     )
     bundle = build(config, args, data_root)
     ans = bundle.method.ans
@@ -45,49 +82,117 @@ def test_topk_run_moves_the_banks_of_seen_examples(tmp_path, tiny_bert_path, dat
     assert torch.equal(changed_u, changed_v)
     log = read_log(tmp_path)
     assert [record["step"] for record in log] == [1, 2, 3]
-    for record in log:
-        assert math.isfinite(record["loss/task"]) and math.isfinite(record["loss/ans"])
-        assert record["loss/ans"] > 0  # an NCE loss: −log of probabilities
+    for record in log:  # the trainer's total is task + λ·ans with λ = 0.1
+        assert record["loss"] == pytest.approx(record["loss/task"] + 0.1 * record["loss/ans"], rel=1e-5)
     assert bundle.method.loss_weights == {"task": 1.0, "ans": 0.1}
     assert "score" in summary["metrics"] and summary["report"]["labels_flipped"] == 4
 
 
-def test_ans_part_uses_cls_u_input_embedding_v_and_bank_negatives(tmp_path, tiny_bert_path, data_root):
-    config, args = config_and_args(tmp_path, tiny_bert_path, "data.limit=32")
+def nearest_rows(queries, bank, own, k):
+    """Top-k bank rows by cosine, each query's own row excluded (§3.3), written out here."""
+    scores = F.normalize(queries, dim=1) @ F.normalize(bank, dim=1).T
+    scores[torch.arange(len(queries)), own] = float("-inf")
+    return scores.topk(k, dim=1).indices
+
+
+def test_ans_part_is_eq6_on_cls_u_input_embedding_v_and_nearest_bank_rows(tmp_path, tiny_bert_path, data_root):
+    """u = last-layer [CLS], v = mean word embedding (§5.1), negatives = the K nearest bank rows, loss = −Eq. 6.
+
+    Everything expected is computed from the backbone and the bank tensors, not with the method's helpers.
+    """
+    config, args = config_and_args(tmp_path, tiny_bert_path, "data.limit=32", "method_args.momentum=0.3")
     bundle = build(config, args, data_root)
     method, examples = bundle.method.eval(), bundle.train_examples[:8]
     batch = method.collate(examples)
+    indices = batch["indices"]
+    assert indices.tolist() == list(range(8))
+    bank_u, bank_v, critic = method.ans.bank_u.bank, method.ans.bank_v.bank, method.ans.critic
+    assert abs(bank_u.var().item() - 1.0) < 0.2  # N(0, I) rows (32 × 32 draws), §3.4
+    backbone = method.encoder.backbone
+    inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids")}
+    mask = batch["attention_mask"].unsqueeze(-1).float()
     with torch.no_grad():
         parts = method(batch)
-        output = method.encode_batch(batch)
-        u, v = output.pooled, mean_pool(output.input_embeddings, batch["attention_mask"])
-        near_u, near_v = method.ans.nearest_negatives(u, v, batch["indices"])
-        expected = method.ans.nce(u, v, method.ans.bank_u.get(near_u), method.ans.bank_v.get(near_v))
-    assert near_u.shape == (8, 4)
-    assert not (near_u == batch["indices"][:, None]).any()  # an example is never its own negative
-    assert torch.allclose(parts["ans"], expected, atol=1e-6)
+        u = backbone(**inputs).last_hidden_state[:, 0]
+        v = (backbone.get_input_embeddings()(batch["input_ids"]) * mask).sum(1) / mask.sum(1)
+        near_u, near_v = nearest_rows(u, bank_u, indices, 4), nearest_rows(v, bank_v, indices, 4)
+        positive = torch.stack([critic.score(u[i], v[i]) for i in range(8)])
+        against_v = torch.stack([torch.stack([critic.score(u[i], bank_v[j]) for j in near_v[i]]) for i in range(8)])
+        against_u = torch.stack([torch.stack([critic.score(bank_u[j], v[i]) for j in near_u[i]]) for i in range(8)])
+    assert parts["ans"].item() == pytest.approx(reclaim_ans(positive, against_v, against_u), abs=1e-5)
 
+    # Training forward + after_step: ũ ← (1 − ρ)·u + ρ·ũ with ρ = 0.3 (Eq. 7), u recomputed under the same dropout.
     method.train()
-    before = method.ans.bank_u.bank.clone()
+    before_u, before_v = bank_u.clone(), bank_v.clone()
+    torch.manual_seed(123)
     method(batch)
-    indices, fresh_u, _ = method._pending[-1]
     method.after_step()
-    rho = args.momentum
-    assert torch.allclose(method.ans.bank_u.bank[indices], (1 - rho) * fresh_u + rho * before[indices])
-    assert not method._pending
+    with torch.no_grad():
+        torch.manual_seed(123)
+        u_train = backbone(**inputs).last_hidden_state[:, 0]
+    assert torch.allclose(method.ans.bank_u.bank[:8], 0.7 * u_train + 0.3 * before_u[:8], atol=1e-5)
+    assert torch.allclose(method.ans.bank_v.bank[:8], 0.7 * v + 0.3 * before_v[:8], atol=1e-5)
+    assert torch.equal(method.ans.bank_u.bank[8:], before_u[8:])
 
 
 @pytest.mark.parametrize("mode", ["in_batch", "random"])
 def test_ablation_modes_run(tmp_path, tiny_bert_path, data_root, mode):
-    config, args = config_and_args(tmp_path, tiny_bert_path, "train.max_steps=2", f"method_args.negatives={mode}")
+    config, args = config_and_args(
+        tmp_path, tiny_bert_path, "train.max_steps=2", "train.drop_last=true", f"method_args.negatives={mode}"
+    )
     bundle = build(config, args, data_root)
-    assert bundle.method.ans.mode == mode
+    ans = bundle.method.ans
+    assert ans.mode == mode
+    before = ans.bank_v.bank.clone()
     run_training(config, bundle)
+    assert int((ans.bank_v.bank != before).any(dim=1).sum()) == 2 * 8  # the banks are still updated
     for record in read_log(tmp_path):
-        assert math.isfinite(record["loss/ans"]) and math.isfinite(record["loss/task"])
+        assert record["loss"] == pytest.approx(record["loss/task"] + 0.1 * record["loss/ans"], rel=1e-5)
 
 
 def test_k_larger_than_the_training_set_is_a_clear_error(tmp_path, tiny_bert_path, data_root):
     config, _ = config_and_args(tmp_path, tiny_bert_path, "data.limit=10")
     with pytest.raises(ConfigError, match=r"method_args\.k"):
         build(config, ReclaimArgs(k=10), data_root)
+
+
+# --- the semi-supervised setting (§5.1): a seeded random share of the labelled training set ---------------
+
+
+def test_labelled_subset_is_a_seeded_random_share_reindexed(tmp_path, tiny_bert_path, data_root):
+    config, args = config_and_args(tmp_path, tiny_bert_path, "data.limit=400")
+    full = load_classification_data(config, args, data_root, seed=config.seed).train
+    drawn = labelled_subset(full, 0.05, seed=42)
+    assert len(drawn) == 20  # round(0.05 · 400)
+    assert [row.index for row in drawn] == list(range(20))  # bank rows 0..m−1
+    positions = [next(i for i, row in enumerate(full) if row.source == kept.source) for kept in drawn]
+    assert positions == sorted(positions) and len(set(positions)) == 20
+    assert positions != list(range(20))  # not the first rows
+    assert max(positions) >= 200  # drawn from the whole set (P(all in the first half) ≈ 1e-6)
+    assert all((full[p].texts, full[p].label) == (kept.texts, kept.label) for p, kept in zip(positions, drawn, strict=True))
+    same = labelled_subset(full, 0.05, seed=42)
+    assert [row.source for row in same] == [row.source for row in drawn]
+    assert [row.source for row in labelled_subset(full, 0.05, seed=7)] != [row.source for row in drawn]
+    assert len(labelled_subset(full, 0.001, seed=0)) == 1  # at least one row
+
+
+def test_labelled_fraction_option_builds_banks_for_the_drawn_rows(tmp_path, tiny_bert_path, data_root):
+    config, args = config_and_args(
+        tmp_path, tiny_bert_path, "data.limit=400", "method_args.labelled_fraction=0.1", "method_args.labelled_seed=3"
+    )
+    bundle = build(config, args, data_root)
+    assert len(bundle.train_examples) == len(bundle.method.ans.bank_u) == 40
+    report = bundle.final_report(bundle.method)
+    assert report["labelled_fraction"] == 0.1 and report["labelled_seed"] == 3
+    assert (report["n_train_full"], report["n_train"]) == (400, 40)
+    full = load_classification_data(config, args, data_root, seed=config.seed).train
+    expected = [row.source for row in labelled_subset(full, 0.1, seed=3)]
+    assert [row.source for row in bundle.train_examples] == expected
+    # Without labelled_seed the draw follows the run's seed.
+    config, args = config_and_args(tmp_path, tiny_bert_path, "data.limit=400", "method_args.labelled_fraction=0.1")
+    assert build(config, args, data_root).final_report(None)["labelled_seed"] == config.seed
+    config, args = config_and_args(
+        tmp_path, tiny_bert_path, "data.few_shot=8", "method_args.labelled_fraction=0.1"
+    )
+    with pytest.raises(ConfigError, match=r"method_args\.labelled_fraction"):
+        build(config, args, data_root)
