@@ -8,6 +8,11 @@ a contrastive loss w.r.t. x_k is the sum of
 - the **uniformity** part: what flows through every other partner of x_k: the negatives y_j (S_kj, j ≠ k)
   and, for losses with an x–x term (Wang & Isola's uniformity), the other anchors x_j.
 
+The paper (Sec. 1 of the extract we hold) "decompose[s] the gradient of the contrastive loss into an
+alignment component and a uniformity component and compare[s] the norms"; neither that extract nor the
+authors' released code (BDBC-KG-NLP/ICLR2023_Gradient-Dissipation: losses, no gradient logging) gives the
+computation, so the construction below (what counts as alignment, B · loss, the tangent projection) is ours.
+
 All gradients are of B · loss (so a mean-reduced loss gives per-anchor gradients, independent of the batch
 size) and are taken on the unit sphere: the tangent component (I − x_k x_kᵀ) ∇_{x_k}, which is the only
 part that moves a normalised embedding. They are computed in float64.

@@ -5,15 +5,21 @@ sentence representations", ICLR 2023. Their setting is unsupervised SimCSE (drop
 wiki1m sentences); they compare InfoNCE with its decoupled forms and show that InfoNCE's gradient w.r.t.
 an anchor shrinks as the positive pair gets closer than the negatives ("gradient dissipation"), which
 the joint alignment + uniformity objective lacks (and overfits). Margin losses that simulate the
-dissipation match or beat InfoNCE. ``loss`` picks the objective on L2-normalised embeddings x, y (B × d):
+dissipation match or beat InfoNCE. ``loss`` picks the objective on L2-normalised embeddings x, y (B × d),
+each as the authors' released code computes it (BDBC-KG-NLP/ICLR2023_Gradient-Dissipation, ``loss.py`` and
+``simcse/models.py`` ``cal_loss``; the formulas and the code's lines are in docs/methods/gd.md):
 
-- ``infonce``:          −log exp(s_kk/τ) / Σ_j exp(s_kj/τ)                        (SimCSE, Eq. 1)
-- ``align_uniform``:    E‖x_k − y_k‖² + λ·(U(x) + U(y))/2, U = log E exp(−2‖·−·‖²)    (Wang & Isola 2020)
-- ``dcl``:              −s_kk/τ + log Σ_{j≠k} exp(s_kj/τ)                         (Yeh et al. 2022)
-- ``hinged_dcl``:       relu of the per-sample DCL term
-- ``margin_euclidean``: relu(m + ‖x_k − y_k‖ − min_{i≠k} ‖x_i − y_k‖)
-- ``margin_angle``:     relu(m·π + θ_kk − min_{i≠k} θ_ik)
-- ``margin_product``:   relu(m − s_kk + max_{i≠k} s_ik)
+- ``infonce``:          −log exp(s_kk/τ) / Σ_j exp(s_kj/τ)                         (SimCSE, their "infonce")
+- ``align_uniform``:    (1−λ)·E‖x_k − y_k‖² + λ·(2t + (U(x) + U(y))/2)              ("a&u")
+- ``dcl``:              −s_kk/τ + log Σ_{j≠k} exp(s_kj/τ)                          ("decouple")
+- ``hinged_dcl``:       relu of the per-sample DCL term                            ("decouple_pos", DCL+)
+- ``margin_euclidean``: relu(m + ‖x_k − y_k‖ − min_i D_ik), m = 0.45                ("met")
+- ``margin_angle``:     relu(m·π + θ_kk − min_i Θ_ik), m = 0.15                     ("mat")
+- ``margin_product``:   relu(m − s_kk + max_i S_ik), m = 0.09                       ("mpt")
+
+(D, Θ, S: the distance / angle / cosine matrices, the positive's own entry filled as in the authors' code,
+``margin_diagonal``; see :mod:`contrastext.objectives.margin`.) ``align_uniform_form: wang_isola`` gives Wang
+& Isola's E‖x_k − y_k‖² + λ·(U(x) + U(y))/2 instead.
 
 At every evaluation the evaluator adds, beside STS-B dev Spearman:
 
@@ -53,9 +59,23 @@ class GDArgs(SimCSEUnsupArgs):
 
     loss: LossName = Field(default="infonce", description="the training objective")
     margin: float | None = Field(
-        default=None, ge=0, description="m of the margin losses; None: 0.45 / 0.15 / 0.09 (euclidean/angle/product)"
+        default=None,
+        ge=0,
+        description="m of the margin losses; None: the authors' 0.45 / 0.15 / 0.09 (euclidean / angle / product)",
     )
-    lam: float = Field(default=0.5, ge=0, description="λ of align_uniform (weight of the uniformity terms)")
+    margin_diagonal: Literal["fill", "exclude"] = Field(
+        default="fill",
+        description="margin losses, the positive's own entry in the hardest-negative search: fill (the "
+        "authors' constant, cos 0 / distance 2) or exclude",
+    )
+    lam: float = Field(
+        default=0.5, ge=0, description="λ of align_uniform (the authors' loss_lambda; in [0, 1] for form nie)"
+    )
+    align_uniform_form: Literal["nie", "wang_isola"] = Field(
+        default="nie",
+        description="align_uniform: nie, (1−λ)·align + λ·(2t + unif) as the authors' code; wang_isola, "
+        "align + λ·unif",
+    )
     geometry: bool = Field(default=True, description="log align/uniform on STS-B dev at each evaluation")
     gradients: bool = Field(default=True, description="log gradient-norm diagnostics at each evaluation")
     diagnostic_batch_size: int = Field(

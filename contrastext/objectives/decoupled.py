@@ -1,17 +1,24 @@
 """Decoupled contrastive learning: the positive is removed from InfoNCE's denominator.
 
-DCL (Yeh et al., ECCV 2022, "Decoupled contrastive learning", Eq. 6), in the sentence-embedding form used by
-Nie et al., ICLR 2023 ("On the inadequacy of optimizing alignment and uniformity…", their ``loss.py``): with
-x, y L2-normalised inside (cosine similarity) and the other rows of y as negatives,
+DCL (Yeh et al., ECCV 2022, "Decoupled contrastive learning"), in the sentence-embedding form of Nie, Zhang &
+Mao, ICLR 2023 ("On the inadequacy of optimizing alignment and uniformity…"), as their released code computes
+it (BDBC-KG-NLP/ICLR2023_Gradient-Dissipation, ``loss.py`` ``decouple_contrastive_loss``; the same function in
+``simcse/models.py``): with x, y L2-normalised inside (their ``Similarity`` is the cosine divided by ``temp``)
+and the other rows of y as negatives,
 
-    ℓ_i = −s_ii/τ + log Σ_{j≠i} exp(s_ij/τ),     s_ij = x_i·y_j          DCL = mean_i ℓ_i
+    ℓ_i = −s_ii/τ + log Σ_{j≠i} exp(s_ij/τ),     s_ij = cos(x_i, y_j)          DCL = mean_i ℓ_i
 
-HingedDCL (Nie et al.'s "DCL+"): the per-sample term is clipped at zero, ``mean_i relu(ℓ_i)`` (the mean is
-over all B rows, clipped rows counting as 0), so pairs whose positive already beats the negatives' soft
-maximum stop pulling.
+Their code sums exp over the row with the diagonal zeroed (exp 0 = 1) and subtracts the 1: the same
+Σ_{j≠i}; ours is a masked ``logsumexp``. τ: their ``--temp`` (``train.py`` default 0.05, also the value of
+their ``run_unsup_example.sh``); our default 0.05.
+
+HingedDCL (the authors' "DCL+", ``decouple_contrastive_positive_loss``): the per-sample term is clipped at
+zero, ``mean_i relu(ℓ_i)`` (their ``(loss * (loss > 0)).mean()``: the mean is over all B rows, clipped rows
+counting as 0), so pairs whose positive already beats the negatives' soft maximum stop pulling.
 
 Unlike InfoNCE, ℓ_i is unbounded below. Yeh et al. also put same-view rows x_j among the negatives; this
-form, like Nie et al.'s, uses only y. A batch of one has no negative: both return 0 (connected to the graph).
+form, like the authors', uses only y (one direction, x → y). A batch of one has no negative: both return 0
+(connected to the graph).
 
 Example::
 

@@ -35,25 +35,30 @@ DIAGNOSTIC_SEED = 1234
 
 
 def make_gd_objective(args: GDArgs) -> nn.Module:
-    """The objective named by ``args.loss``: τ for infonce / dcl / hinged_dcl, λ for align_uniform, m for the
-    margin losses (their own default when ``margin`` is None); ``args.loss_args`` win."""
+    """The objective named by ``args.loss``: τ for infonce / dcl / hinged_dcl, λ and the form for align_uniform,
+    m (their own default when ``margin`` is None) and the diagonal for the margin losses; ``args.loss_args``
+    win."""
     if args.loss in ("infonce", "dcl", "hinged_dcl"):
         options: dict = {"temperature": args.temperature}
     elif args.loss == "align_uniform":
-        options = {"lam": args.lam}
+        options = {"lam": args.lam, "form": args.align_uniform_form}
     else:
-        options = {} if args.margin is None else {"margin": args.margin}
+        options = {"diagonal": args.margin_diagonal}
+        if args.margin is not None:
+            options["margin"] = args.margin
     return make_objective(args.loss, **{**options, **args.loss_args})
 
 
 def geometry_metrics(method: SimCSE, pairs: list[Example], batch_size: int) -> dict[str, float]:
-    """``align`` (pairs scored ≥ 4) and ``uniform`` (all distinct sentences) of the encoder on ``pairs``."""
+    """``align`` over the pairs scored above 4 and ``uniform`` over both sentences of every pair, as the
+    authors' ``cal_test_align_uniform`` (simcse/trainers.py: ``if label > 4.0``; ``pdist`` of all the
+    embeddings, repeats included, t = 2)."""
     from contrastext.evaluation.geometry import POSITIVE_THRESHOLD, alignment, uniformity
     from contrastext.evaluation.sts import embed_unique
 
     embeddings = embed_unique(method.encoder.encode, [t for pair in pairs for t in pair.texts], batch_size)
-    positives = [pair for pair in pairs if float(pair.label) >= POSITIVE_THRESHOLD]
-    metrics = {"uniform": uniformity(np.stack(list(embeddings.values())))}
+    positives = [pair for pair in pairs if float(pair.label) > POSITIVE_THRESHOLD]
+    metrics = {"uniform": uniformity(np.stack([embeddings[t] for pair in pairs for t in pair.texts]))}
     if positives:
         left = np.stack([embeddings[pair.texts[0]] for pair in positives])
         right = np.stack([embeddings[pair.texts[1]] for pair in positives])

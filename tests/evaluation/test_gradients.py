@@ -1,4 +1,4 @@
-"""Gradient decomposition: checked against hand-derived InfoNCE / DCL / alignment-uniformity gradients,
+"""Gradient decomposition: checked against hand-derived InfoNCE / DCL / alignment-uniformity / MPT gradients,
 and the generic (embedding-loss) split against the exact similarity-matrix split."""
 
 import pytest
@@ -133,7 +133,8 @@ def test_table_for_several_losses(pair):
 def test_library_objectives_split_like_their_similarity_forms(pair):
     """The library's objectives (objectives/*.py) through the generic split: InfoNCE equals the reference,
     DCL's alignment part is −(I − x xᵀ) y_k / τ, margin losses match their own hinge written on S,
-    AlignUniform's alignment part is the gradient of its pair-distance term."""
+    AlignUniform's alignment part is the gradient of its pair-distance term: B · (1 − λ) · mean‖x − y‖² in
+    the authors' form (λ = 0.5), B · mean‖x − y‖² in Wang & Isola's."""
     x, y = pair
     parts = gradient_parts(InfoNCE(temperature=TAU), x, y)
     reference = gradient_parts(info_nce, x, y)
@@ -145,16 +146,49 @@ def test_library_objectives_split_like_their_similarity_forms(pair):
     for margin_loss in (MarginProduct(margin=0.5), MarginAngle(margin=0.3), MarginEuclidean(margin=1.0)):
         generic = gradient_parts(margin_loss, x, y)
         exact = similarity_gradient_parts(lambda s, loss=margin_loss: loss.hinge(s).relu().mean(), x, y)
-        assert generic.total.norm() > 0, type(margin_loss).__name__
+        assert generic.total.norm() > 0, type(margin_loss).__name__  # the test needs active hinges
         assert torch.allclose(generic.alignment, exact.alignment, atol=1e-8), type(margin_loss).__name__
         assert torch.allclose(generic.uniformity, exact.uniformity, atol=1e-8), type(margin_loss).__name__
 
-    assert torch.allclose(gradient_parts(AlignUniform(), x, y).alignment, tangent(-2 * y, x), atol=1e-8)
+    assert torch.allclose(gradient_parts(AlignUniform(), x, y).alignment, tangent(-2 * 0.5 * y, x), atol=1e-8)
+    wang_isola = gradient_parts(AlignUniform(form="wang_isola"), x, y)
+    assert torch.allclose(wang_isola.alignment, tangent(-2 * y, x), atol=1e-8)
 
     table = gradient_norms_for_losses(
         {"infonce": InfoNCE(temperature=TAU), "dcl": DCL(temperature=TAU), "align_uniform": AlignUniform()}, x, y
     )
-    assert all(row["total"] > 0 for row in table.values())
+    assert table["infonce"] == pytest.approx(reference.mean_norms(), rel=1e-8)
+    assert table["dcl"]["alignment"] == pytest.approx(tangent(y / TAU, x).norm(dim=1).mean().item(), rel=1e-8)
+    assert table["align_uniform"]["alignment"] == pytest.approx(tangent(y, x).norm(dim=1).mean().item(), rel=1e-8)
+
+
+def test_margin_product_parts_match_the_hand_derived_gradient(pair):
+    """MPT (the authors' margin_p_loss, m = 0.09 and the diagonal filled with cosine 0), from its equation:
+    B·loss = Σ_k relu(m − s_kk + max_i S_ik). For an active column k the gradient w.r.t. x_k gets −y_k (the
+    positive: alignment) and the anchor x_{i*} winning the max gets +y_k (a negative: uniformity) unless the
+    winner is the filled diagonal, a constant. Pairs: some columns have every negative at cosine < 0 (the
+    filled 0 wins there), the others an ordinary hardest negative."""
+    x, y = pair
+    y = y.clone()
+    y[:3] = F.normalize(-x.sum(0, keepdim=True) + 0.05 * y[:3], dim=1)  # far from every anchor
+    similarity = x @ y.T
+    filled = similarity.masked_fill(torch.eye(BATCH, dtype=torch.bool), 0.0)
+    winner = filled.max(dim=0).indices
+    active = 0.09 - similarity.diagonal() + filled.max(dim=0).values > 0
+    own = winner == torch.arange(BATCH)
+    assert own[active].any() and (~own)[active].any()  # both cases occur among the active columns
+    alignment = torch.zeros_like(x)
+    uniformity = torch.zeros_like(x)
+    for k in range(BATCH):
+        if active[k]:
+            alignment[k] -= y[k]
+            if winner[k] != k:
+                uniformity[winner[k]] += y[k]
+    parts = gradient_parts(MarginProduct(), x, y)
+    assert torch.allclose(parts.alignment, tangent(alignment, x), atol=1e-8)
+    assert torch.allclose(parts.uniformity, tangent(uniformity, x), atol=1e-8)
+    excluded = gradient_parts(MarginProduct(diagonal="exclude"), x, y)
+    assert not torch.allclose(excluded.uniformity, parts.uniformity, atol=1e-6)  # the fill changes the gradient
 
 
 def test_errors_are_clear(pair):

@@ -116,31 +116,76 @@ def test_capt_accepts_tensor_temperature(dtype):
 @pytest.mark.parametrize("alpha", [2.0, 1.0])
 @pytest.mark.parametrize("t", [2.0, 0.5])
 def test_alignment_uniformity(dtype, alpha, t):
+    """Against the authors' lalign / lunif / cal_loss "a&u" (naive_objectives.py cites the lines)."""
     x, y = randn(6, 4, dtype=dtype, seed=18), randn(6, 4, dtype=dtype, seed=19)
     close(Alignment(alpha=alpha)(x, y), naive.alignment(x, y, alpha), dtype)
     close(Uniformity(t=t)(x), naive.uniformity(x, t), dtype)
-    close(AlignUniform(lam=0.7, alpha=alpha, t=t)(x, y), naive.align_uniform(x, y, 0.7, alpha, t), dtype)
+    nie = AlignUniform(lam=0.7, alpha=alpha, t=t)(x, y)
+    close(nie, naive.align_uniform(x, y, 0.7, alpha, t, form="nie"), dtype)
+    wang_isola = AlignUniform(lam=0.7, alpha=alpha, t=t, form="wang_isola")(x, y)
+    close(wang_isola, naive.align_uniform(x, y, 0.7, alpha, t, form="wang_isola"), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_align_uniform_default_is_the_authors_half_and_half(dtype):
+    """Default λ = 0.5 (their train.py loss_lambda), α = 2, t = 2: 0.5·align + 0.5·(4 + (U(x) + U(y))/2)."""
+    x, y = randn(6, 4, dtype=dtype, seed=27), randn(6, 4, dtype=dtype, seed=28)
+    both_sides = (naive.uniformity(x, 2.0) + naive.uniformity(y, 2.0)) / 2
+    close(AlignUniform()(x, y), 0.5 * naive.alignment(x, y, 2.0) + 0.5 * (4.0 + both_sides), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dcl_and_hinged_dcl(dtype):
+    """Against decouple_contrastive_loss / _positive_loss; τ = 0.05 is their default temp."""
     x, y = randn(6, 4, dtype=dtype, seed=20), randn(6, 4, dtype=dtype, seed=21)
     y[:3] = x[:3] + 0.01 * y[:3]  # some rows well aligned, so some hinged terms are clipped
-    close(DCL(temperature=0.5)(x, y), naive.dcl(x, y, tau=0.5), dtype)
-    hinged = HingedDCL(temperature=0.5)(x, y)
-    close(hinged, naive.dcl(x, y, tau=0.5, hinged=True), dtype)
-    assert hinged.item() > DCL(temperature=0.5)(x, y).item()
+    for tau in (0.5, 0.05):
+        close(DCL(temperature=tau)(x, y), naive.dcl(x, y, tau=tau), dtype)
+        close(HingedDCL(temperature=tau)(x, y), naive.dcl(x, y, tau=tau, hinged=True), dtype)
+    close(DCL()(x, y), naive.dcl(x, y, tau=0.05), dtype)
+    assert HingedDCL(temperature=0.5)(x, y).item() > DCL(temperature=0.5)(x, y).item()
+
+
+MARGINS = [(MarginEuclidean, "euclidean", 0.45), (MarginAngle, "angle", 0.15), (MarginProduct, "product", 0.09)]
+
+
+def far_negative_pairs(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pairs where every negative x_i of y_0 has a negative cosine with it (angle > π/2), the other positives
+    close to their anchors: the authors' filled diagonal (cos 0) is then y_0's hardest "negative"."""
+    x, y = randn(6, 4, dtype=dtype, seed=22), randn(6, 4, dtype=dtype, seed=23)
+    x[:, 0] = x[:, 0].abs() + 3  # every anchor leans towards +e_1
+    y[1:] = x[1:] + 0.1 * y[1:]
+    y[0] = -x[0] + 0.1 * y[0]  # y_0 leans towards −e_1: cos(x_i, y_0) < 0 for every i
+    return x, y
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(
-    ("objective", "kind", "margin"),
-    [(MarginEuclidean, "euclidean", 0.45), (MarginAngle, "angle", 0.15), (MarginProduct, "product", 0.09)],
-)
-def test_margin_losses(dtype, objective, kind, margin):
+@pytest.mark.parametrize(("objective", "kind", "margin"), MARGINS)
+@pytest.mark.parametrize("diagonal", ["fill", "exclude"])
+def test_margin_losses(dtype, objective, kind, margin, diagonal):
+    """Against margin_e_loss / margin_loss / margin_p_loss (margins 0.45, 0.15·π, 0.09), on random pairs and
+    on pairs where the filled diagonal wins."""
     x, y = randn(6, 4, dtype=dtype, seed=22), randn(6, 4, dtype=dtype, seed=23)
     y[:3] = x[:3] + 0.1 * y[:3]
-    close(objective(margin=margin)(x, y), naive.margin(x, y, kind, margin), dtype)
+    loss = objective(margin=margin, diagonal=diagonal)
+    close(loss(x, y), naive.margin(x, y, kind, margin, diagonal), dtype)
+    x, y = far_negative_pairs(dtype)
+    close(loss(x, y), naive.margin(x, y, kind, margin, diagonal), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("objective", "kind", "margin"), MARGINS)
+def test_margin_defaults_are_the_authors(dtype, objective, kind, margin):
+    """The defaults are the authors' code: their margins and the filled diagonal. On the far-negative pairs
+    the fill caps MAT's hardest angle at π/2 and floors MPT's hardest product at 0 (≠ "exclude"); MET's
+    filled 2 is the largest distance on the sphere, so it agrees with "exclude"."""
+    x, y = far_negative_pairs(dtype)
+    close(objective()(x, y), naive.margin(x, y, kind, margin, "fill"), dtype)
+    excluded = naive.margin(x, y, kind, margin, "exclude")
+    if kind == "euclidean":
+        close(objective()(x, y), excluded, dtype)
+    else:
+        assert objective()(x, y).item() != pytest.approx(excluded, rel=1e-3)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -134,7 +134,8 @@ def test_alignment_uniformity_equal_wang_isola_code():
 
     torch.testing.assert_close(Alignment()(x, y), align)
     torch.testing.assert_close(Uniformity()(x), unif(x))
-    torch.testing.assert_close(AlignUniform(lam=1.5)(x, y), align + 1.5 * (unif(x) + unif(y)) / 2)
+    wang_isola = AlignUniform(lam=1.5, form="wang_isola")
+    torch.testing.assert_close(wang_isola(x, y), align + 1.5 * (unif(x) + unif(y)) / 2)
 
 
 def test_triplet_euclidean_equals_torch_triplet_margin_loss():

@@ -116,6 +116,9 @@ def test_unknown_key_names_the_objective_the_key_and_the_accepted_ones():
         ("ce_supcon", {"lam": 1.5}, "lam"),
         ("triplet", {"distance": "manhattan"}, "distance"),
         ("margin_angle", {"margin": -0.1}, "margin"),
+        ("margin_product", {"diagonal": "zero"}, "diagonal"),
+        ("align_uniform", {"form": "wang"}, "form"),
+        ("align_uniform", {"lam": 1.5}, "lam"),  # form "nie" weighs align by 1 − λ
     ],
 )
 def test_invalid_value_is_a_config_error_naming_the_key(name, args, key):
@@ -126,7 +129,7 @@ def test_invalid_value_is_a_config_error_naming_the_key(name, args, key):
 
 def test_accepted_arguments_are_the_constructor_parameters():
     assert objective_arguments("ce_supcon") == ["lam", "temperature"]
-    assert objective_arguments("margin_euclidean") == ["margin"]
+    assert objective_arguments("margin_euclidean") == ["margin", "diagonal"]
 
 
 # --- pair / takes_negatives tell the truth -----------------------------------------------------------------
