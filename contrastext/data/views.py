@@ -11,8 +11,8 @@ same view on every run.
   [MASK], 10% a random token, 10% stay; adds ``labels`` (the original id where chosen, -100 elsewhere);
 - ``span_mask``: SpanBERT-style contiguous spans (length ~ Geometric(p), at most ``max_span``) until
   about ``probability`` of the tokens are chosen, then 80/10/10 as above; adds ``labels``;
-- ``shuffle``: tokens are reordered inside a window of ``k`` (sort positions by ``i + U(0, k)``,
-  Lample et al. 2018): no token moves more than ``k - 1`` places, and never across a special token;
+- ``shuffle``: local shuffling with window ``k`` (Lample et al. 2018, §2.3: sort positions by ``i + U(0, α)``
+  with ``α = k + 1``): no token moves more than ``k`` places, and never across a special token;
 - ``delete``: each token is dropped with ``probability`` (at least one is kept), rows are re-padded;
 - ``substitute``: each token is replaced by a uniformly random vocabulary id with ``probability``.
 
@@ -176,7 +176,12 @@ def _runs(mask_row: Tensor) -> list[tuple[int, int]]:
 
 
 class Shuffle(View):
-    """Local shuffling: inside each run of ordinary tokens, sort positions by ``i + U(0, k)``."""
+    """Local shuffling: inside each run of ordinary tokens, sort positions by ``q_i = i + U(0, k + 1)``.
+
+    Lample et al. 2018 (§2.3) draw ``q_i = i + U(0, α)`` and take α = k + 1 so that the permutation σ
+    that sorts q verifies |σ(i) − i| ≤ k: tokens i < j can swap only when j − i < α, so a token moves
+    at most k places (and can move exactly k). CAPT (§5.2) follows them with k = 3.
+    """
 
     name = "shuffle"
 
@@ -190,7 +195,7 @@ class Shuffle(View):
         ids = batch["input_ids"]
         for row in range(ids.shape[0]):
             for start, end in _runs(allowed[row]):
-                keys = torch.arange(end - start, dtype=torch.float64) + self.k * torch.rand(
+                keys = torch.arange(end - start, dtype=torch.float64) + (self.k + 1) * torch.rand(
                     end - start, generator=generator, dtype=torch.float64
                 )
                 order = torch.argsort(keys, stable=True).to(ids.device)

@@ -4,15 +4,17 @@ Luo, Li, Zhou, Wang, Zhang, Zhou, Liu, "Rethinking denoised auto-encoding in lan
 (EMNLP 2021; arXiv 2010.06351 "CAPT: Contrastive Pre-Training for Learning Denoised Sequence
 Representations"). Each sentence x gives a corrupted copy x̂ (BERT masking by default; span masking,
 local shuffling, deletion or substitution as options, :mod:`contrastext.data.views`, special tokens are
-never corrupted). With s = g(f(x)) and ŝ = g(f(x̂)) the projected ``[CLS]`` representations (f the
-encoder, g a 2-layer MLP projection head) and a queue q of projected representations of earlier batches:
+never corrupted). With s = A(f(x)) and ŝ = A(f(x̂)) the aggregated ``[CLS]`` representations (f the
+encoder, A the aggregation layer: "a nonlinear projection with one hidden layer" whose inner width is the
+FFN inner size and whose output width is the hidden size, §3.1 and Table 4) and a queue q of the aggregated
+s and ŝ of earlier steps (§2.2):
 
     ℓ(s_i) = −log  e^{sim(s_i, ŝ_i)/τ} / ( Σ_j e^{sim(s_i, ŝ_j)/τ} + Σ_{j≠i} e^{sim(s_i, s_j)/τ} + Σ_k e^{sim(s_i, q_k)/τ} )
-    capt  = 1/B Σ_i [ ℓ(s_i) + ℓ(ŝ_i) ]                      (:class:`contrastext.objectives.capt.CAPT`)
+    capt  = Σ_i [ ℓ(s_i) + ℓ(ŝ_i) ]     Eq. 4 (``capt_reduction="sum"``; "mean" divides by B)
     mlm   = mean over masked positions of −log p(x_t | x̂)   (BERT's MLM, head tied to the input embeddings)
-    total = w_mlm · mlm + w_capt · capt                       (loss_weights, both 1.0 by default)
+    total = w_mlm · mlm + w_capt · capt   ("the final training loss is the sum of the above two", §3.1: 1, 1)
 
-τ follows CAPT's inverted-triangle schedule τ(t) = |t − T/2| / T + floor over the T optimiser steps of the
+τ follows CAPT's inverted-triangle schedule (Eq. 6) τ(t) = |t − T/2| / T + floor over the T optimiser steps of the
 run (:class:`~contrastext.objectives.temperature.InvertedTriangleTemperature`: the trainer tells T through
 ``on_train_start``, the schedule advances in ``after_step``), or is fixed. After every optimiser step the batch's s and ŝ (detached) enter the FIFO queue
 (:class:`~contrastext.negatives.queue.Queue`), MoCo-style.
@@ -30,7 +32,7 @@ Example::
     >>> method = CAPTMethod(encoder, temperature=InvertedTriangleTemperature(1, floor=0.05))
     >>> method.on_train_start(total_steps=1000)     # the trainer does this: T = 1000
     >>> method(method.collate(sentences[:8]))
-    {'mlm': tensor(10.4, grad_fn=...), 'capt': tensor(4.1, grad_fn=...)}
+    {'mlm': tensor(10.4, grad_fn=...), 'capt': tensor(43.3, grad_fn=...)}
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ from contrastext.training.method import Method
 MASKING_VIEWS = ("token_mask", "span_mask")
 Corruption = Literal["token_mask", "span_mask", "shuffle", "delete", "substitute"]
 
+# CAPT-Small (§3.1: "a 6-layer Transformer with 256 hidden size and 4 attention heads"; Table 4: FFN inner
+# hidden size 1024, dropout 0.1 = BertConfig's default). max_position_embeddings is not given (BERT's 512).
 DEFAULT_BACKBONE: dict[str, Any] = {
     "hidden_size": 256,
-    "num_hidden_layers": 4,
+    "num_hidden_layers": 6,
     "num_attention_heads": 4,
     "intermediate_size": 1024,
     "max_position_embeddings": 512,
@@ -75,15 +79,29 @@ class CAPTArgs(BaseModel):
     mask_probability: float = Field(default=0.15, ge=0, le=1, description="share of tokens masked (MLM, masks)")
     corruption_probability: float = Field(default=0.1, ge=0, lt=1, description="delete / substitute share")
     shuffle_window: int = Field(default=3, ge=1, description="k of the local shuffle")
-    projection_dim: int = Field(default=128, gt=0, description="output width of the projection head g")
-    projection_hidden: int | None = Field(default=None, gt=0, description="hidden width of g (default: hidden)")
+    projection_dim: int | None = Field(
+        default=None, gt=0, description="output width of the aggregation layer A (default: the hidden size, §3.1)"
+    )
+    projection_hidden: int | None = Field(
+        default=None, gt=0, description="inner width of A (default: the backbone's FFN inner size, §3.1)"
+    )
+    projection_activation: Literal["relu", "gelu", "tanh"] = Field(
+        default="relu", description="A's non-linearity (not given by the paper; SimCLR's ReLU)"
+    )
     temperature: Literal["inverted_triangle", "fixed"] = "inverted_triangle"
     temperature_floor: float = Field(default=0.05, gt=0, description="lowest τ of the inverted triangle")
     fixed_temperature: float = Field(default=0.1, gt=0, description="τ when temperature is fixed")
-    queue_size: int = Field(default=4096, ge=0, description="queue of projected s, ŝ; 0: no queue")
+    queue_size: int = Field(default=8192, ge=0, description="queue of aggregated s, ŝ (§3.1: 8192); 0: no queue")
+    capt_reduction: Literal["sum", "mean"] = Field(
+        default="sum", description="over the batch: Eq. 4 sums; mean divides by the batch size"
+    )
     mlm_weight: float = Field(default=1.0, ge=0)
     capt_weight: float = Field(default=1.0, ge=0)
     finetune_task: str | None = Field(default="sst2", description="GLUE task fine-tuned after pre-training")
+    finetune_seeds: int = Field(default=5, gt=0, description="fine-tuning runs (seeds seed, seed+1, …); §3.3")
+    finetune_aggregate: Literal["median", "mean"] = Field(
+        default="median", description="how the runs' dev metrics are reported (§3.3: median)"
+    )
     finetune_steps: int = Field(default=200, gt=0)
     finetune_lr: float = Field(default=5e-5, gt=0)
     finetune_batch_size: int = Field(default=32, gt=0)
@@ -114,7 +132,7 @@ class TiedMLMHead(nn.Module):
 class CAPTMethod(Method):
     """MLM + CAPT between each sentence and its corrupted copy; parts ``mlm`` and ``capt``.
 
-    The encoder must have a projection (the head g). ``collate`` gives ``original`` and ``corrupted``
+    The encoder must have a projection (the aggregation layer A). ``collate`` gives ``original`` and ``corrupted``
     token batches, ``mlm_labels`` and, when the corruption is not a masking, a separately ``masked`` copy
     that the MLM reads.
     """
@@ -127,8 +145,9 @@ class CAPTMethod(Method):
         corruption_probability: float = 0.1,
         shuffle_window: int = 3,
         temperature: FixedTemperature | InvertedTriangleTemperature | None = None,
-        queue_size: int = 4096,
+        queue_size: int = 8192,
         loss_weights: dict[str, float] | None = None,
+        capt_reduction: Literal["sum", "mean"] = "sum",
     ):
         super().__init__()
         if encoder.projection is None:
@@ -151,7 +170,7 @@ class CAPTMethod(Method):
         self.view = make_view(corruption, **options[corruption])
         self.mask_view = make_view("token_mask", **options["token_mask"])
         self.temperature = temperature if temperature is not None else FixedTemperature(0.1)
-        self.objective = CAPT(temperature=self.temperature)
+        self.objective = CAPT(temperature=self.temperature, reduction=capt_reduction)
         self.queue = Queue(queue_size, encoder.projection.output_dim) if queue_size > 0 else None
         embedding_rows = encoder.backbone.get_input_embeddings().num_embeddings
         self.mlm_head = TiedMLMHead(encoder.hidden_size, embedding_rows)

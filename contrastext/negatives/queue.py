@@ -1,8 +1,9 @@
 """A first-in first-out queue of detached embeddings, used as extra negatives (MoCo style).
 
 He et al., "Momentum Contrast for Unsupervised Visual Representation Learning", CVPR 2020; CAPT
-(Luo et al.) keeps such a queue of sentence representations. The queue lives in registered buffers,
-so ``state_dict()`` saves it with the method and ``.to(device)`` moves it.
+(Luo et al., §2.2 "Memory Queue"; 8192 rows, §3.1) enqueues the aggregated representations of both the
+original and the corrupted sentences of every step. The queue lives in registered buffers, so
+``state_dict()`` saves it with the method and ``.to(device)`` moves it.
 
 Example::
 

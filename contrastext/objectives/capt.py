@@ -8,12 +8,15 @@ queue q_1 … q_Q of extra negatives, and sim the cosine similarity:
     ℓ(s_i) = −log  e^{sim(s_i, ŝ_i)/τ} / ( Σ_j e^{sim(s_i, ŝ_j)/τ} + Σ_{j≠i} e^{sim(s_i, s_j)/τ} + Σ_k e^{sim(s_i, q_k)/τ} )
     ℓ(ŝ_i) = −log  e^{sim(ŝ_i, s_i)/τ} / ( Σ_j e^{sim(ŝ_i, s_j)/τ} + Σ_{j≠i} e^{sim(ŝ_i, ŝ_j)/τ} + Σ_k e^{sim(ŝ_i, q_k)/τ} )
 
-    L = 1/B Σ_i [ ℓ(s_i) + ℓ(ŝ_i) ]
+    L_capt = Σ_i [ ℓ(s_i) + ℓ(ŝ_i) ]                  reduction="sum": the paper's Eq. 4
+    L      = 1/B Σ_i [ ℓ(s_i) + ℓ(ŝ_i) ]              reduction="mean" (this class's default)
 
-Reduction: the two directions are SUMMED and the batch is AVERAGED (the paper sums over the batch; an
-average keeps the scale independent of B). Without a queue, L is therefore exactly twice SimCLR's NT-Xent
-over the 2B views (which averages over 2B anchors) — the tests check this against pytorch-metric-learning's
-``NTXentLoss(τ)(cat(s, ŝ), cat(arange(B), arange(B)))``.
+The paper's Eq. 2 and Eq. 3 have no queue term; its memory queue (§2.2, "to store the desired negative
+representations") adds the Σ_k terms to both denominators. The two directions are always SUMMED (Eq. 4).
+Eq. 4 also sums over the batch (``reduction="sum"``, what the ``capt`` recipe uses); this class defaults to
+the batch average, which keeps the scale independent of B. With ``reduction="mean"`` and no queue, L is
+exactly twice SimCLR's NT-Xent over the 2B views (which averages over 2B anchors) — the tests check this
+against pytorch-metric-learning's ``NTXentLoss(τ)(cat(s, ŝ), cat(arange(B), arange(B)))``.
 
 ``temperature`` may be a float, a 0-dim tensor, or a :class:`~contrastext.objectives.temperature.Temperature`
 (e.g. ``InvertedTriangleTemperature``, CAPT's schedule; its ``value()`` is read at every call, so advancing
@@ -24,9 +27,12 @@ Example::
     >>> capt = CAPT(temperature=0.1)
     >>> s, s_hat = torch.randn(8, 128), torch.randn(8, 128)
     >>> capt(s, s_hat), capt(s, s_hat, queue=torch.randn(64, 128))
+    >>> CAPT(temperature=0.1, reduction="sum")(s, s_hat)     # Eq. 4: 8 × the mean
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +43,8 @@ from .checks import check_extra, check_pair
 from .similarity import normalize
 from .temperature import TemperatureLike, check_temperature, temperature_value
 
+REDUCTIONS = ("mean", "sum")
+
 
 class CAPT(Objective):
     """Symmetric contrast between originals (B, d) and corrupted copies (B, d), plus optional queue (Q, d)."""
@@ -44,9 +52,12 @@ class CAPT(Objective):
     pair = True
     takes_negatives = True  # the third argument is the queue of extra negatives
 
-    def __init__(self, temperature: TemperatureLike = 0.1):
+    def __init__(self, temperature: TemperatureLike = 0.1, reduction: Literal["mean", "sum"] = "mean"):
         super().__init__()
         self.temperature = check_temperature("CAPT", temperature)
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"CAPT: `reduction` must be one of {', '.join(REDUCTIONS)}; got {reduction!r}")
+        self.reduction = reduction
 
     def validate(self, originals: Tensor, corrupted: Tensor, queue: Tensor | None = None) -> dict[str, Tensor | None]:
         """``loss(originals (B, d), corrupted (B, d), queue (Q, d) = None)``."""
@@ -60,7 +71,11 @@ class CAPT(Objective):
         """The loss on checked tensors."""
         tau = temperature_value(self.temperature)
         s, s_hat = normalize(originals), normalize(corrupted)
-        return self._direction(s, s_hat, queue, tau) + self._direction(s_hat, s, queue, tau)
+        mean = self._direction(s, s_hat, queue, tau) + self._direction(s_hat, s, queue, tau)
+        return mean * s.shape[0] if self.reduction == "sum" else mean
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}"
 
     @staticmethod
     def _direction(views: Tensor, others: Tensor, queue: Tensor | None, tau: Tensor | float) -> Tensor:

@@ -7,7 +7,9 @@ Every temperature shares one small interface, ``value(step=None) -> Tensor | flo
   with ``log_τ`` an ``nn.Parameter`` (log-parametrised as CLIP's logit scale, so τ stays positive).
   Clamping blocks the gradient while τ sits at a bound.
 - :class:`InvertedTriangleTemperature` ``(total_steps, floor=0.05)``: CAPT's schedule (Luo et al.,
-  "Rethinking denoised auto-encoding in language pre-training"): ``τ(t) = |t − T/2| / T + floor``,
+  "Rethinking denoised auto-encoding in language pre-training", §2.2 Eq. 6: ``τ(t) = (1/T)|t − T/2| + 0.05``,
+  "where t denotes the learning step and T refers to the preset total number of updates"):
+  ``τ(t) = |t − T/2| / T + floor`` with the paper's 0.05 as the default ``floor``,
   high at the start and the end (0.5 + floor), lowest (floor) in the middle. ``value(step)`` reads
   ``step`` or, when ``None``, the module's own counter (a buffer, so it is checkpointed), which
   :meth:`InvertedTriangleTemperature.advance` moves on.
@@ -76,7 +78,8 @@ class LearnableTemperature(Temperature):
 
 
 class InvertedTriangleTemperature(Temperature):
-    """CAPT's schedule τ(t) = |t − T/2| / T + floor for step t of T total steps."""
+    """CAPT's schedule (Eq. 6) τ(t) = |t − T/2| / T + floor for step t of T total steps (t = 0 at the first
+    update; past T the value is held at τ(T))."""
 
     def __init__(self, total_steps: int, floor: float = 0.05):
         super().__init__()

@@ -1,9 +1,12 @@
 """Recipes ``capt`` and ``capt-continued``: CAPT pre-training (:mod:`contrastext.methods.capt`), then fine-tuning.
 
-The run: pre-train (``<output_dir>/pretrain``; the evaluator is STS-B dev, cosine of the pooled vectors),
-then fine-tune the pre-trained encoder with a fresh classification head on a GLUE task
-(``method_args.finetune_task``, e.g. sst2 or rte; ``<output_dir>/finetune-<task>``) and report its dev
-metrics as ``finetune_<task>_<split>_<metric>``. ``<output_dir>/metrics.json`` holds both stages.
+The run: pre-train (``<output_dir>/pretrain``; the evaluator is STS-B dev, cosine of the pooled vectors;
+with ``train.metric_for_best: null``, the recipes' default, the last weights are kept, as the paper
+fine-tunes its pre-trained model), then fine-tune the pre-trained encoder with a fresh classification head
+on a GLUE task (``method_args.finetune_task``, e.g. sst2 or rte), once per fine-tuning seed
+(``finetune_seeds``, 5 by default, each from the same pre-trained weights, in
+``<output_dir>/finetune-<task>/seed-<s>``), and report the median (or mean: ``finetune_aggregate``) of their
+dev metrics as ``finetune_<task>_<split>_<metric>``. ``<output_dir>/metrics.json`` holds both stages.
 
 Example::
 
@@ -14,11 +17,14 @@ Example::
 
 from __future__ import annotations
 
+import copy
+import statistics
 from pathlib import Path
 from typing import Any
 
 from contrastext.methods.capt import CAPTArgs, CAPTMethod
 from contrastext.methods.classification import ClassificationArgs, FineTuneMethod
+from contrastext.models.projection import build_projection
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
 from contrastext.runs.classification import head_evaluator
 from contrastext.runs.data import load_classification_data, load_training_examples
@@ -28,6 +34,7 @@ from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
     NO_EVAL_OR_SAVE,
     MethodBundle,
+    finished_summary,
     run_training,
     seeded_build,
     stage_config,
@@ -37,20 +44,31 @@ from contrastext.runtime.seeding import set_seed
 from contrastext.training.config import TrainConfig
 
 
+def aggregation_layer(args: CAPTArgs, backbone_config) -> dict[str, Any]:
+    """The spec of CAPT's aggregation layer A: "a nonlinear projection with one hidden layer. The inner hidden
+    size of A is set to the same as FFN inner hidden size and the output hidden size is set to the same as
+    Transformer hidden size" (§3.1; Table 4: 1024 and 256 for CAPT-Small). ``projection_hidden`` /
+    ``projection_dim`` override the two widths."""
+    return {
+        "name": "mlp2",
+        "hidden_dim": args.projection_hidden or int(backbone_config.intermediate_size),
+        "output_dim": args.projection_dim or int(backbone_config.hidden_size),
+        "activation": args.projection_activation,
+    }
+
+
 def capt_encoder(config: TrainConfig, args: CAPTArgs):
     """A random small BERT with the model's vocabulary (``from_scratch``) or the model's own weights, with
-    the projection head g (used in training only)."""
-    projection: dict[str, Any] = {"name": "mlp2", "output_dim": args.projection_dim, "activation": "relu"}
-    if args.projection_hidden is not None:
-        projection["hidden_dim"] = args.projection_hidden
-    return build_encoder(
+    the aggregation layer A (used in training only), whose widths follow the backbone's."""
+    encoder = build_encoder(
         config,
         pooling=args.pooling,
-        projection=projection,
         projection_at_inference=False,
         normalize=False,
         from_scratch=args.backbone if args.from_scratch else None,
     )
+    encoder.projection = build_projection(aggregation_layer(args, encoder.backbone.config), encoder.hidden_size)
+    return encoder
 
 
 def build(config: TrainConfig, args: CAPTArgs, data_root: Path | None) -> MethodBundle:
@@ -71,14 +89,18 @@ def build(config: TrainConfig, args: CAPTArgs, data_root: Path | None) -> Method
         temperature=temperature,
         queue_size=args.queue_size,
         loss_weights={"mlm": args.mlm_weight, "capt": args.capt_weight},
+        capt_reduction=args.capt_reduction,
     )
     return MethodBundle(method, examples, sentence_evaluator(config, data_root))
 
 
-def finetune_config(config: TrainConfig, args: CAPTArgs) -> TrainConfig:
-    """The fine-tuning stage's config: ``finetune_*`` settings, the task's dev split, its own output folder."""
+def finetune_config(config: TrainConfig, args: CAPTArgs, seed: int | None = None) -> TrainConfig:
+    """One fine-tuning run's config: ``finetune_*`` settings, the task's dev split, and its own output folder
+    ``finetune-<task>/seed-<seed>/`` with ``seed`` as its top-level and training seed (head, order, dropout)."""
     task = args.finetune_task.partition(":")[0]
+    seed = config.seed if seed is None else seed
     train = {
+        "seed": seed,
         **NO_EVAL_OR_SAVE,
         "max_steps": args.finetune_steps,
         "lr": args.finetune_lr,
@@ -91,12 +113,19 @@ def finetune_config(config: TrainConfig, args: CAPTArgs) -> TrainConfig:
     }
     data = {"task": args.finetune_task, "limit": args.finetune_limit, "few_shot": None, "label_noise": 0.0}
     evaluation = {"tasks": [f"{task}:dev"], "limit": args.finetune_eval_limit}
-    return stage_config(config, f"finetune-{task}", train=train, data=data, eval=evaluation)
+    return stage_config(config, f"finetune-{task}/seed-{seed}", train=train, data=data, eval=evaluation, seed=seed)
 
 
-def finetune(config: TrainConfig, args: CAPTArgs, encoder, data_root: Path | None, resume: bool = False) -> dict:
+def finetune_seeds(config: TrainConfig, args: CAPTArgs) -> list[int]:
+    """The seeds of the fine-tuning runs: ``seed``, ``seed + 1``, … (``finetune_seeds`` of them)."""
+    return [config.seed + k for k in range(args.finetune_seeds)]
+
+
+def finetune(
+    config: TrainConfig, args: CAPTArgs, encoder, data_root: Path | None, resume: bool = False, seed: int | None = None
+) -> dict:
     """Fine-tune ``encoder`` (in place) with a fresh head on ``finetune_task``; run_training's summary."""
-    ft_config = finetune_config(config, args)
+    ft_config = finetune_config(config, args, seed)
     ft_args = ClassificationArgs(pooling=encoder.pooling, holdout=args.finetune_holdout)
     data = load_classification_data(ft_config, ft_args, data_root, seed=config.seed)
     set_seed(ft_config.train_seed)  # the fresh head's initialisation
@@ -106,18 +135,53 @@ def finetune(config: TrainConfig, args: CAPTArgs, encoder, data_root: Path | Non
     return run_training(ft_config, bundle, resume=resume)
 
 
+def finetune_all_seeds(config: TrainConfig, args: CAPTArgs, encoder, data_root: Path | None, resume: bool) -> dict:
+    """One fine-tuning run per seed, each from the same pre-trained weights; per-seed metrics, their median
+    (§3.3: "the median of multiple random fine-tuning runs like RoBERTa") and mean (Table 2's caption:
+    "Averaged dev results over 5 random seeds"). ``finetune_aggregate`` names the one reported as
+    ``finetune_<task>_<split>_<metric>``. With ``resume``, a seed whose ``metrics.json`` exists is not run again."""
+    task = args.finetune_task.partition(":")[0]
+    pretrained = copy.deepcopy(encoder.state_dict())
+    runs: dict[int, dict] = {}
+    for seed in finetune_seeds(config, args):
+        finished = finished_summary(finetune_config(config, args, seed).output_dir) if resume else None
+        if finished is not None:
+            runs[seed] = finished
+            continue
+        encoder.load_state_dict(pretrained)
+        runs[seed] = finetune(config, args, encoder, data_root, resume=resume, seed=seed)
+    per_seed = {seed: {name: float(value) for name, value in result["metrics"].items() if name.startswith(f"{task}_")}
+                for seed, result in runs.items()}
+    return {
+        "aggregate": args.finetune_aggregate,
+        "seeds": list(runs),
+        "per_seed": {str(seed): metrics for seed, metrics in per_seed.items()},
+        **seed_statistics(per_seed),
+        "runs": {str(seed): result for seed, result in runs.items()},
+    }
+
+
+def seed_statistics(per_seed: dict[int, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """``{"median": {metric: …}, "mean": {metric: …}}`` over the fine-tuning runs' metrics."""
+    names = sorted({name for metrics in per_seed.values() for name in metrics})
+    values = {name: [metrics[name] for metrics in per_seed.values() if name in metrics] for name in names}
+    return {
+        "median": {name: statistics.median(column) for name, column in values.items()},
+        "mean": {name: statistics.fmean(column) for name, column in values.items()},
+    }
+
+
 def run(config: TrainConfig, args: CAPTArgs, data_root: Path | None, resume: bool = False) -> dict:
-    """Pre-train (STS-B dev at the end), then fine-tune on ``finetune_task``; writes ``metrics.json``."""
+    """Pre-train, then fine-tune the pre-trained encoder on ``finetune_task`` once per fine-tuning seed;
+    writes ``metrics.json`` (pre-training's STS-B dev metrics and the fine-tuning runs' median or mean)."""
     pre_config = stage_config(config, "pretrain")
     bundle = seeded_build(build, pre_config, args, data_root)
     pretrain = run_training(pre_config, bundle, resume=resume)
     metrics = {name: float(value) for name, value in pretrain["metrics"].items()}
     summary: dict[str, Any] = {"method": config.method, "output_dir": str(config.output_dir), "pretrain": pretrain}
     if args.finetune_task:
-        tuned = finetune(config, args, bundle.method.encoder, data_root, resume=resume)
-        task = args.finetune_task.partition(":")[0]
-        metrics.update({f"finetune_{name}": float(value) for name, value in tuned["metrics"].items()
-                        if name.startswith(f"{task}_")})
+        tuned = finetune_all_seeds(config, args, bundle.method.encoder, data_root, resume)
+        metrics.update({f"finetune_{name}": value for name, value in tuned[args.finetune_aggregate].items()})
         summary["finetune"] = tuned
     summary["metrics"] = metrics
     write_summary(config.output_dir, summary)

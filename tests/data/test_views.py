@@ -101,23 +101,29 @@ def test_span_mask_masks_contiguous_spans_near_the_rate():
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
-def test_shuffle_keeps_tokens_and_moves_none_k_or_more(k):
-    batch = _batch()
-    batch["input_ids"] = torch.where(  # distinct ids per row so positions can be tracked
+def test_shuffle_moves_tokens_at_most_k_places_and_reaches_k(k):
+    """Lample et al. 2018 §2.3 (CAPT §5.2, k = 3): |σ(i) − i| ≤ k, and k itself is reached."""
+    batch = _batch(rows=400, length=48)
+    batch["input_ids"] = torch.where(  # distinct ids per position so every token can be tracked
         batch["special_tokens_mask"].bool(),
         batch["input_ids"],
         torch.arange(batch["input_ids"].shape[1]) + 5000,
     )
     out = make_view("shuffle", k=k)(batch, torch.Generator().manual_seed(0))
-    moved = 0
-    for before, after in zip(batch["input_ids"].tolist(), out["input_ids"].tolist(), strict=True):
+    special = batch["special_tokens_mask"].bool()
+    assert torch.equal(out["input_ids"][special], batch["input_ids"][special])  # special tokens never move
+    largest = 0
+    for before, after, fixed in zip(batch["input_ids"].tolist(), out["input_ids"].tolist(), special.tolist(),
+                                    strict=True):
         assert sorted(before) == sorted(after)
+        boundaries = [position for position, is_special in enumerate(fixed) if is_special]
         for position, token in enumerate(after):
             if token >= 5000:
-                distance = abs(before.index(token) - position)
-                assert distance <= k - 1
-                moved += distance > 0
-    assert (moved > 0) == (k > 1)
+                origin = before.index(token)
+                segment = sum(b < origin for b in boundaries)  # which run between special tokens
+                assert sum(b < position for b in boundaries) == segment, "a token crossed a special token"
+                largest = max(largest, abs(origin - position))
+    assert largest == k
 
 
 def test_delete_repads_and_keeps_every_row_nonempty():

@@ -84,6 +84,18 @@ def test_inverted_triangle_schedule():
         schedule.value(-1)
 
 
+def test_inverted_triangle_odd_length_and_retold_length():
+    """Eq. 6, τ(t) = |t − T/2| / T + 0.05, evaluated by hand for T = 5 and T = 4."""
+    schedule = InvertedTriangleTemperature(total_steps=5)  # the paper's 0.05 is the default floor
+    assert [schedule.value(t) for t in range(6)] == pytest.approx([0.55, 0.35, 0.15, 0.15, 0.35, 0.55])
+    schedule.set_total_steps(4)  # the trainer tells T once it knows the run's length
+    assert [schedule.value(t) for t in range(5)] == pytest.approx([0.55, 0.30, 0.05, 0.30, 0.55])
+    assert InvertedTriangleTemperature(total_steps=4, floor=0.1).value(2) == pytest.approx(0.1)
+    for steps in (0, 2.5, True):
+        with pytest.raises(ValueError):
+            schedule.set_total_steps(steps)
+
+
 def test_capt_follows_its_schedule():
     s, t = torch.randn(6, 8, dtype=torch.float64), torch.randn(6, 8, dtype=torch.float64)
     schedule = InvertedTriangleTemperature(total_steps=10, floor=0.05)
