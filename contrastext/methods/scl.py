@@ -4,15 +4,18 @@ Gunel, Du, Conneau, Stoyanov, "Supervised Contrastive Learning for Pre-trained L
 Fine-tuning", ICLR 2021, Eq. 1–3. With Φ(x) the encoder's last-layer ``[CLS]`` vector (L2-normalised
 inside SupCon), a classification head on it and a batch of N labelled examples:
 
-    L = (1 − λ) · L_CE + λ · L_SCL
-    L_SCL = mean_i  −1/|P(i)| Σ_{p∈P(i)} log  exp(Φ_i·Φ_p / τ) / Σ_{a≠i} exp(Φ_i·Φ_a / τ)
+    L      = (1 − λ) · L_CE + λ · L_SCL                                                          (Eq. 1)
+    L_SCL  = Σ_{i=1}^{N} −1/(N_{y_i} − 1) Σ_{j≠i, y_j=y_i} log exp(Φ_i·Φ_j/τ) / Σ_{k≠i} exp(Φ_i·Φ_k/τ)   (Eq. 3)
 
-with P(i) the other examples of i's class (:class:`contrastext.objectives.supcon.CEPlusSupCon`).
-The method returns the UNWEIGHTED parts ``ce`` and ``supcon``; ``loss_weights = {"ce": 1 − λ,
-"supcon": λ}`` (λ = 0.9, τ = 0.3: the paper's best few-shot setting).
+N_{y_i} is the number of examples in the batch labelled y_i (:class:`contrastext.objectives.supcon.SupCon`).
+Eq. 3 sums over the batch (``supcon_reduction: sum``, the default); ``supcon_reduction: mean`` averages over
+the anchors that have a positive (Khosla et al.'s released code, pytorch-metric-learning), which is the
+sum / N when every anchor has one. The method returns the UNWEIGHTED parts ``ce`` and ``supcon``;
+``loss_weights = {"ce": 1 − λ, "supcon": λ}``. The paper tunes λ and τ per task (§2, §4.1) and the supplied
+text reports neither a grid nor the chosen values: λ = 0.9, τ = 0.3 are our defaults (docs/methods/scl.md).
 
-The paper's protocol is several draws: ``method_args.seeds: [1, 2, ...]`` runs one training per seed
-(:mod:`contrastext.runs.scl`).
+The paper's protocol (validation / test split of the GLUE dev set, 10 few-shot draws, the top 3 draws by
+validation accuracy) is :mod:`contrastext.runs.scl`; the keys that set it are in :class:`SCLArgs`.
 
 Regression tasks (STS-B): SupCon needs classes, so ``lam > 0`` is a :class:`ConfigError`; ``lam: 0``
 is the documented fallback, plain MSE fine-tuning (the part is then called ``mse``).
@@ -21,33 +24,69 @@ Example::
 
     >>> method = SCLMethod(encoder, get_task("sst2"), lam=0.9, temperature=0.3)
     >>> method(method.collate(examples[:16]))
-    {'ce': tensor(0.69, grad_fn=...), 'supcon': tensor(2.7, grad_fn=...)}
+    {'ce': tensor(0.69, grad_fn=...), 'supcon': tensor(43.1, grad_fn=...)}
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 from torch import Tensor
 
 from contrastext.errors import ConfigError
 from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
-from contrastext.objectives.supcon import CEPlusSupCon
+from contrastext.objectives.supcon import CEPlusSupCon, SupCon
 
 
 class SCLArgs(ClassificationArgs):
-    """``method_args`` of the ``scl`` recipe."""
+    """``method_args`` of the ``scl`` recipe; every default is the paper's where the paper gives one."""
 
-    lam: float = Field(default=0.9, ge=0, le=1, description="λ: weight of SupCon; CE weighs 1 − λ")
-    temperature: float = Field(default=0.3, gt=0, description="τ of SupCon")
+    lam: float = Field(default=0.9, ge=0, le=1, description="λ: weight of SupCon; CE weighs 1 − λ (paper: tuned)")
+    temperature: float = Field(default=0.3, gt=0, description="τ of SupCon (paper: tuned)")
+    supcon_reduction: Literal["sum", "mean"] = Field(
+        default="sum", description="sum over the batch (Eq. 3) or mean over the anchors with a positive"
+    )
     seeds: list[int] | None = Field(
-        default=None, description="one run per seed (few-shot draw, label noise, training); default: [seed]"
+        default=None,
+        description="one run per seed (few-shot draw, label flips, training); default: [seed]; the paper: 10",
+    )
+    few_shot_sampling: Literal["label_distribution", "per_class"] = Field(
+        default="label_distribution",
+        description="data.few_shot = N in total following the training label distribution (§4.1), or N per class",
+    )
+    protocol: Literal["validation_test", "dev"] = Field(
+        default="validation_test",
+        description="validation_test: split the evaluation split into validation (selection) and test (report), "
+        "§4.1; dev: select and report on the whole evaluation split (optimistic)",
+    )
+    validation_size: int = Field(default=500, gt=0, description="validation rows (§4.1: ~500), at most the rest")
+    test_share: float = Field(default=0.5, gt=0, lt=1, description="share of the evaluation split that is test")
+    split_seed: int = Field(default=0, ge=0, description="seed of the validation / test split (same for every draw)")
+    top_k: int | None = Field(
+        default=None,
+        gt=0,
+        description="draws averaged in the paper's figure, best by validation; default 3 with data.few_shot, "
+        "else 1 (§4.1)",
+    )
+    report_metric: str | None = Field(
+        default=None,
+        description="metric ranking the draws and reported; default accuracy (§4.1), the task's score for regression",
     )
 
 
 class SCLMethod(ClassificationMethod):
     """Encoder + head on ``[CLS]``; parts ``ce`` and ``supcon`` (or ``mse`` for regression with λ = 0)."""
 
-    def __init__(self, encoder, task, lam: float = 0.9, temperature: float = 0.3, head_dropout: float = 0.1):
+    def __init__(
+        self,
+        encoder,
+        task,
+        lam: float = 0.9,
+        temperature: float = 0.3,
+        head_dropout: float = 0.1,
+        supcon_reduction: str = "sum",
+    ):
         super().__init__(encoder, task, head_dropout=head_dropout)
         if self.is_regression and lam > 0:
             raise ConfigError(
@@ -55,6 +94,8 @@ class SCLMethod(ClassificationMethod):
                 "set method_args.lam=0 for plain MSE fine-tuning"
             )
         self.objective = CEPlusSupCon(lam=lam, temperature=temperature)
+        # Eq. 3 sums over the batch; CEPlusSupCon's own SupCon averages (the peers' convention).
+        self.objective.supcon = SupCon(temperature, reduction=supcon_reduction)
         self.loss_weights = {"mse": 1.0} if self.is_regression else dict(self.objective.weights)
 
     def forward(self, batch: dict) -> dict[str, Tensor]:

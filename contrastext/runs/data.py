@@ -5,6 +5,8 @@
 - :func:`load_classification_data`: a labelled task's training set (few-shot draw ``data.few_shot``, label
   flips ``data.label_noise``, an optional seeded holdout) as :class:`IndexedExample` rows, and its
   evaluation set;
+- :func:`split_validation_test`: the evaluation rows split, stratified and seeded, into a validation set
+  (checkpoint selection) and a disjoint test set (reported), Gunel et al.'s protocol (ICLR 2021, §4.1);
 - :func:`load_multitask_data`: every task of a multi-task run, concatenated in task order as
   :class:`TaskExample` rows, and each task's evaluation set.
 
@@ -13,13 +15,17 @@ Example::
     >>> data = load_classification_data(config, args, data_root, seed=1)
     >>> data.train[0].index, data.eval_set.prefix
     (0, 'sst2_dev')
+    >>> data = split_validation_test(data, validation_size=500, test_share=0.5, seed=0)
+    >>> data.eval_set.prefix, data.test_set.prefix, len(data.eval), len(data.test)
+    ('sst2_validation', 'sst2_test', 436, 436)
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,7 @@ CLASSIFICATION_KINDS = ("single", "pair")
 REGRESSION_KINDS = ("sts", "regression")  # scored pairs: stsb, sickr, stsb-glue, minbert-sts
 SUPPORTED_KINDS = CLASSIFICATION_KINDS + REGRESSION_KINDS
 DEFAULT_MULTITASK_TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
+FEW_SHOT_SAMPLING = ("label_distribution", "per_class")
 
 
 def load_training_examples(config, data_root: Path | None, default_task: str) -> list[Example]:
@@ -60,18 +67,26 @@ def load_training_examples(config, data_root: Path | None, default_task: str) ->
 
 @dataclass
 class ClassificationData:
-    """A task's training set (indexed, after few-shot / noise) and evaluation set, and how they were made."""
+    """A task's training set (indexed, after few-shot / noise), evaluation set (what checkpoints are selected
+    on), optional test set (scored once, on the selected checkpoint), and how they were made."""
 
     task: Any  # contrastext.data.tasks.Task
     train: list[IndexedExample]
     eval: list[Example]
     description: dict = field(default_factory=dict)
     eval_split: str = "dev"
+    test: list[Example] | None = None
+    test_split: str = "test"
 
     @property
     def eval_set(self) -> EvalSet:
         """The evaluation rows as an :class:`EvalSet` (keys ``<task>_<eval split>_<metric>``)."""
         return EvalSet(self.task, self.eval_split, self.eval)
+
+    @property
+    def test_set(self) -> EvalSet | None:
+        """The test rows as an :class:`EvalSet` (keys ``<task>_test_<metric>``), None without a test split."""
+        return None if self.test is None else EvalSet(self.task, self.test_split, self.test)
 
 
 def task_and_splits(config) -> tuple[Any, str, str]:
@@ -105,8 +120,15 @@ def task_and_splits(config) -> tuple[Any, str, str]:
     return task, train_split, eval_split
 
 
-def load_classification_data(config, args: ClassificationArgs, data_root: Path | None, seed: int) -> ClassificationData:
-    """Training and evaluation examples of ``data.task`` (see the module docstring for every option)."""
+def load_classification_data(
+    config, args: ClassificationArgs, data_root: Path | None, seed: int, few_shot_sampling: str = "per_class"
+) -> ClassificationData:
+    """Training and evaluation examples of ``data.task`` (see the module docstring for every option).
+
+    ``data.few_shot`` = N: ``few_shot_sampling="label_distribution"`` draws N examples in total following the
+    training label distribution (Gunel et al., §4.1; the ``scl`` recipe's default), ``"per_class"`` N of
+    each class.
+    """
     from contrastext.data.tasks import holdout_split, load_task
 
     task, train_split, eval_split = task_and_splits(config)
@@ -127,8 +149,10 @@ def load_classification_data(config, args: ClassificationArgs, data_root: Path |
         evaluation = evaluation[: config.eval.limit]
     description: dict = {"task": task.name, "train": train_name, "eval": eval_name, "draw_seed": seed}
     if config.data.few_shot is not None:
-        train = _few_shot(train, task, config.data.few_shot, seed)
-        description["few_shot_per_class"] = config.data.few_shot
+        train = _few_shot(train, task, config.data.few_shot, seed, few_shot_sampling)
+        description["few_shot"] = config.data.few_shot
+        description["few_shot_sampling"] = few_shot_sampling
+        description["train_label_counts"] = _label_counts(train)
     if config.data.label_noise > 0:
         train, flipped = _label_noise(train, task, config.data.label_noise, seed)
         description["label_noise"] = config.data.label_noise
@@ -158,12 +182,67 @@ def _labelled(examples: Sequence[Example], task, split_name: str) -> list[Exampl
     return list(examples)
 
 
-def _few_shot(examples: list[Example], task, per_class: int, seed: int) -> list[Example]:
+def _few_shot(examples: list[Example], task, n: int, seed: int, sampling: str) -> list[Example]:
     from contrastext.data.sampling import few_shot
 
+    if sampling not in FEW_SHOT_SAMPLING:
+        raise ConfigError(f"few_shot_sampling: unknown {sampling!r}; known: {', '.join(FEW_SHOT_SAMPLING)}")
     if task.kind not in CLASSIFICATION_KINDS:
-        raise ConfigError(f"data.few_shot draws N examples per class; {task.name} is a regression task")
-    return few_shot(examples, per_class, seed=seed)
+        raise ConfigError(f"data.few_shot draws N examples by class; {task.name} is a regression task")
+    return few_shot(examples, n, seed=seed, per_class=sampling == "per_class")
+
+
+def _label_counts(examples: Sequence[Example]) -> dict[str, int]:
+    counts = Counter(str(example.label) for example in examples)
+    return dict(sorted(counts.items()))
+
+
+def split_validation_test(
+    data: ClassificationData, validation_size: int, test_share: float, seed: int
+) -> ClassificationData:
+    """``data`` with its evaluation rows split into a validation set and a disjoint test set.
+
+    Gunel et al., ICLR 2021, §4.1: "we sample half of the original validation set of GLUE benchmark and use
+    it as our test set, and sample ~ 500 examples for our validation set from the original validation set,
+    both taking the label distribution of the original validation set into account." Here: the test set is
+    ``round(test_share · n)`` rows drawn stratified by label with ``derive_seed(seed, 0)``; the validation set
+    is ``min(validation_size, rest)`` rows drawn stratified from the other rows with ``derive_seed(seed, 1)``
+    (the paper does not say the two are disjoint; we make them so, hence SST-2's 872 dev rows give 436 test
+    and 436 validation rows). Regression tasks are split at random (no classes to stratify on). The result's
+    evaluation split is ``validation`` (keys ``<task>_validation_<metric>``), its test split ``test``.
+    """
+    from contrastext.data.sampling import stratified_indices
+
+    rows = list(data.eval)
+    n_test = round(test_share * len(rows))
+    if n_test < 1 or n_test >= len(rows):
+        raise ConfigError(
+            f"method_args.test_share={test_share}: {len(rows)} evaluation rows ({data.description.get('eval')}) "
+            "leave no test or no validation row"
+        )
+    strata = [e.label for e in rows] if data.task.kind in CLASSIFICATION_KINDS else [None] * len(rows)
+    test_positions = set(stratified_indices(strata, n_test, seed=derive_seed(seed, 0)))
+    rest = [index for index in range(len(rows)) if index not in test_positions]
+    n_validation = min(validation_size, len(rest))
+    chosen = stratified_indices([strata[index] for index in rest], n_validation, seed=derive_seed(seed, 1))
+    validation = [rows[rest[position]] for position in chosen]
+    test = [rows[index] for index in sorted(test_positions)]
+    source = data.description.get("eval", f"{data.task.name}:{data.eval_split}")
+    description = dict(data.description)
+    description.update(
+        {
+            "validation": f"{source}: {len(validation)} rows, stratified (split seed {seed})",
+            "test": f"{source}: {len(test)} rows ({test_share:.0%}), stratified, disjoint from validation "
+            f"(split seed {seed})",
+            "n_validation": len(validation),
+            "n_test": len(test),
+            "split_seed": seed,
+        }
+    )
+    description.pop("n_eval", None)
+    return replace(
+        data, eval=validation, eval_split="validation", test=test, test_split="test", description=description
+    )
 
 
 def _label_noise(examples: list[Example], task, share: float, seed: int) -> tuple[list[Example], int]:

@@ -1,15 +1,34 @@
-"""Recipe ``scl``: CE + SupCon fine-tuning (Gunel et al., ICLR 2021), one training per seed.
+"""Recipe ``scl``: CE + SupCon fine-tuning (Gunel et al., ICLR 2021) under the paper's protocol.
 
-The paper's protocol is several draws: ``method_args.seeds: [1, 2, ...]`` runs one training per seed (each
-with its own few-shot draw ``data.few_shot``, label flips ``data.label_noise`` and training randomness)
-under ``<output_dir>/seed-<s>/`` and writes ``<output_dir>/summary.json`` with every evaluation metric's
-per-seed values, mean and standard deviation (sample std, ddof = 1; 0 for one seed).
+The protocol (§4.1), each part a ``method_args`` key whose default is the paper's:
+
+- **Validation / test** (``protocol: validation_test``): the task's evaluation split (GLUE dev) is split once,
+  stratified and seeded (``split_seed``), into a test set (``test_share`` = half of it) and a disjoint
+  validation set (``validation_size`` = ~500 rows, at most the rest): :func:`runs.data.split_validation_test`.
+  Checkpoints are selected on validation (``train.metric_for_best: score`` is the validation split's score;
+  keys ``<task>_validation_<metric>``) and the selected checkpoint is scored once on test
+  (``<task>_test_<metric>``, in each draw's ``metrics.json`` under ``report.test_metrics``).
+  ``protocol: dev`` selects and reports on the whole evaluation split (optimistic; not the paper).
+- **Draws** (``seeds``; the recipe lists 10): one training per seed, each with its own few-shot draw
+  (``data.few_shot`` = N in total following the training label distribution, ``few_shot_sampling``), label
+  flips (``data.label_noise``) and training randomness, under ``<output_dir>/seed-<s>/``.
+- **The paper's figure**: the mean ± std of the test ``report_metric`` (accuracy) of the ``top_k`` (3) draws
+  with the best validation ``report_metric``; beside it the plain mean ± std over all draws. Full-data runs
+  (no ``data.few_shot``) default to ``top_k`` = 1: "pick the top model out of 10 seeds based on validation
+  accuracy and report its corresponding test accuracy".
+
+``<output_dir>/summary.json``: ``paper_figure`` (top-k), ``all_draws`` (plain mean ± std of the same
+metric), ``summary`` (every metric's per-draw values, mean and std), ``metrics`` / ``metrics_std`` (means and
+stds of every metric over all draws, plus ``top<k>_<task>_test_<metric>``) and ``runs``. Standard deviations
+are sample ones (ddof = 1; 0 for one draw): the paper does not say which it reports.
 
 Example::
 
-    >>> config = load_config(recipe_path("scl"), ["train.max_steps=3", "data.few_shot=10"])
+    >>> config = load_config(recipe_path("scl"), ["train.max_steps=3", "method_args.seeds=[1,2,3]"])
     >>> summary = run_recipe(config, data_root=Path("../shared/data"))
-    >>> summary["summary"]["score"]["mean"], summary["summary"]["score"]["std"]
+    >>> summary["paper_figure"]["metric"], summary["paper_figure"]["selected_by"], summary["paper_figure"]["top_k"]
+    ('sst2_test_accuracy', 'sst2_validation_accuracy', 3)
+    >>> summary["paper_figure"]["text"], summary["all_draws"]["text"]     # "mean ± std" of each
 """
 
 from __future__ import annotations
@@ -19,8 +38,14 @@ from pathlib import Path
 
 from contrastext.errors import ConfigError
 from contrastext.methods.scl import SCLArgs, SCLMethod
-from contrastext.runs.classification import classifier_encoder, head_evaluator
-from contrastext.runs.data import load_classification_data
+from contrastext.runs.classification import classifier_encoder, evaluator_on_test, head_evaluator
+from contrastext.runs.data import (
+    CLASSIFICATION_KINDS,
+    ClassificationData,
+    load_classification_data,
+    split_validation_test,
+    task_and_splits,
+)
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
     MethodBundle,
@@ -33,25 +58,67 @@ from contrastext.runs.stages import (
 from contrastext.training.config import TrainConfig
 
 SUMMARY_FILE = "summary.json"
+CLASSIFICATION_METRICS = ("accuracy", "f1", "mcc", "score")
+REGRESSION_METRICS = ("spearman", "pearson", "score")
+FEW_SHOT_TOP_K = 3  # §4.1: "the top 3 models based on their validation accuracies out of 10"
+FULL_DATA_TOP_K = 1  # §4.1: "pick the top model out of 10 seeds based on validation accuracy"
+
+
+def load_data(config: TrainConfig, args: SCLArgs, data_root: Path | None) -> ClassificationData:
+    """The run's training draw (seed ``config.seed``) and, under ``protocol: validation_test``, its
+    validation and test sets (the same for every draw: ``split_seed``)."""
+    data = load_classification_data(
+        config, args, data_root, seed=config.seed, few_shot_sampling=args.few_shot_sampling
+    )
+    if args.protocol == "validation_test":
+        data = split_validation_test(data, args.validation_size, args.test_share, args.split_seed)
+    return data
 
 
 def build(config: TrainConfig, args: SCLArgs, data_root: Path | None) -> MethodBundle:
     """One SCL run with ``config.seed`` as the seed of the few-shot draw and the label noise."""
-    data = load_classification_data(config, args, data_root, seed=config.seed)
+    data = load_data(config, args, data_root)
+    _check_selection_metric(config, data)
     method = SCLMethod(
         classifier_encoder(config, args),
         data.task,
         lam=args.lam,
         temperature=args.temperature,
         head_dropout=args.head_dropout,
+        supcon_reduction=args.supcon_reduction,
     )
     description = dict(data.description)
-    return MethodBundle(method, list(data.train), head_evaluator(config, data), final_report=lambda _m: description)
+    if data.test_set is None:
+        return MethodBundle(method, list(data.train), head_evaluator(config, data), final_report=lambda _m: description)
+    on_test = evaluator_on_test(config, data)
+
+    def report(selected) -> dict:
+        """The data description and the selected checkpoint's test metrics (scored once, after training)."""
+        return {**description, "test_metrics": on_test(selected)}
+
+    return MethodBundle(method, list(data.train), head_evaluator(config, data), final_report=report)
+
+
+def _check_selection_metric(config: TrainConfig, data: ClassificationData) -> None:
+    """``train.metric_for_best`` must be a key of the selection split (never of the test split)."""
+    name = config.train.metric_for_best
+    prefix = data.eval_set.prefix
+    if name is not None and name != "score" and not name.startswith(f"{prefix}_"):
+        raise ConfigError(
+            f"{config.source or '<config>'}: train.metric_for_best={name!r}: checkpoints are selected on the "
+            f"{data.eval_split} split, whose keys are {prefix}_<metric> (or score); e.g. {prefix}_accuracy"
+        )
 
 
 def seed_config(config: TrainConfig, seed: int) -> TrainConfig:
     """A copy of ``config`` for one seed: top-level and training seed ``seed``, output in ``seed-<seed>/``."""
     return stage_config(config, f"seed-{seed}", train={"seed": seed}, seed=seed)
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; 0 for a single value)."""
+    mean = statistics.fmean(values)
+    return mean, statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def summarize(per_seed: dict[int, dict[str, float]]) -> dict[str, dict]:
@@ -60,15 +127,68 @@ def summarize(per_seed: dict[int, dict[str, float]]) -> dict[str, dict]:
     summary = {}
     for name in names:
         values = {seed: float(metrics[name]) for seed, metrics in per_seed.items() if name in metrics}
-        numbers = list(values.values())
-        mean = statistics.fmean(numbers)
-        std = statistics.stdev(numbers) if len(numbers) > 1 else 0.0
+        mean, std = mean_std(list(values.values()))
         summary[name] = {"mean": mean, "std": std, "values": values, "text": f"{mean:.2f} ± {std:.2f}"}
     return summary
 
 
+def top_k_by_validation(per_seed: dict[int, dict[str, float]], select: str, report: str, k: int) -> dict:
+    """The paper's figure: mean ± std of ``report`` over the ``k`` draws with the highest ``select``.
+
+    Draws are ranked by ``select`` (highest first; equal values keep the order of ``per_seed``); fewer than
+    ``k`` draws average them all. ``validation_mean`` is the mean ``select`` of the chosen draws, the
+    paper's criterion for picking hyperparameters ("the average validation accuracy of the top 3 models").
+    """
+    ranked = sorted(per_seed, key=lambda seed: -per_seed[seed][select])
+    chosen = ranked[: min(k, len(ranked))]
+    values = {seed: float(per_seed[seed][report]) for seed in chosen}
+    mean, std = mean_std(list(values.values()))
+    return {
+        "metric": report,
+        "selected_by": select,
+        "top_k": len(chosen),
+        "draws": chosen,
+        "values": values,
+        "mean": mean,
+        "std": std,
+        "validation_mean": statistics.fmean(per_seed[seed][select] for seed in chosen),
+        "text": f"{mean:.2f} ± {std:.2f}",
+    }
+
+
+def all_draws(per_seed: dict[int, dict[str, float]], report: str) -> dict:
+    """The plain mean ± std of ``report`` over every draw."""
+    values = {seed: float(metrics[report]) for seed, metrics in per_seed.items()}
+    mean, std = mean_std(list(values.values()))
+    text = f"{mean:.2f} ± {std:.2f}"
+    return {"metric": report, "n": len(values), "values": values, "mean": mean, "std": std, "text": text}
+
+
+def draw_metrics(result: dict) -> dict[str, float]:
+    """One draw's selection-split metrics (``metrics``) and its test metrics (``report.test_metrics``)."""
+    return {**result["metrics"], **(result.get("report") or {}).get("test_metrics", {})}
+
+
+def report_keys(config: TrainConfig, args: SCLArgs) -> tuple[str, str]:
+    """``(selection key, reported key)`` of the paper's figure, e.g. ``sst2_validation_accuracy`` and
+    ``sst2_test_accuracy`` (both the evaluation split's key under ``protocol: dev``)."""
+    task, _, eval_split = task_and_splits(config)
+    classification = task.kind in CLASSIFICATION_KINDS
+    metric = args.report_metric or ("accuracy" if classification else "score")
+    known = CLASSIFICATION_METRICS if classification else REGRESSION_METRICS
+    if metric not in known:
+        raise ConfigError(
+            f"{config.source or '<config>'}: method_args.report_metric={metric!r}: {task.name} reports "
+            f"{', '.join(known)}"
+        )
+    if args.protocol == "validation_test":
+        return f"{task.name}_validation_{metric}", f"{task.name}_test_{metric}"
+    return f"{task.name}_{eval_split}_{metric}", f"{task.name}_{eval_split}_{metric}"
+
+
 def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool = False) -> dict:
-    """Train once per seed of ``method_args.seeds`` and write ``summary.json`` (mean ± std per metric).
+    """Train once per seed of ``method_args.seeds`` and write ``summary.json`` (the paper's figure and the
+    plain mean ± std of all draws).
 
     With ``resume``, a seed whose ``metrics.json`` exists is not trained again; the others resume from
     their last checkpoint.
@@ -76,6 +196,9 @@ def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool
     seeds = args.seeds or [config.seed]
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"{config.source or '<config>'}: method_args.seeds: repeated seeds in {seeds}")
+    select, reported = report_keys(config, args)
+    default_k = FEW_SHOT_TOP_K if config.data.few_shot is not None else FULL_DATA_TOP_K
+    top_k = args.top_k or default_k
     runs: dict[int, dict] = {}
     for seed in seeds:
         run_config = seed_config(config, seed)
@@ -84,14 +207,29 @@ def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool
             runs[seed] = finished
             continue
         runs[seed] = run_training(run_config, seeded_build(build, run_config, args, data_root), resume=resume)
-    summary = summarize({seed: result["metrics"] for seed, result in runs.items()})
+    per_seed = {seed: draw_metrics(result) for seed, result in runs.items()}
+    for seed, metrics in per_seed.items():
+        missing = [key for key in (select, reported) if key not in metrics]
+        if missing:
+            raise ConfigError(
+                f"{config.source or '<config>'}: seed {seed}: {', '.join(missing)} not in its metrics.json "
+                f"(a run made under another method_args.protocol?); train it again without --resume"
+            )
+    summary = summarize(per_seed)
+    figure = top_k_by_validation(per_seed, select, reported, top_k)
+    plain = all_draws(per_seed, reported)
+    figure_key = f"top{figure['top_k']}_{reported}"
     payload = {
         "method": config.method,
         "task": config.data.task,
         "seeds": seeds,
+        "protocol": args.protocol,
         "output_dir": str(config.output_dir),
-        "metrics": {name: entry["mean"] for name, entry in summary.items()},
-        "metrics_std": {name: entry["std"] for name, entry in summary.items()},
+        "best_steps": {str(seed): result.get("best_step") for seed, result in runs.items()},
+        "paper_figure": figure,
+        "all_draws": plain,
+        "metrics": {**{name: entry["mean"] for name, entry in summary.items()}, figure_key: figure["mean"]},
+        "metrics_std": {**{name: entry["std"] for name, entry in summary.items()}, figure_key: figure["std"]},
         "summary": summary,
         "runs": {str(seed): result for seed, result in runs.items()},
     }

@@ -1,4 +1,5 @@
-"""The shared fine-tuning ground: task data (limit, few-shot, label noise, holdout), collate, evaluator."""
+"""The shared fine-tuning ground: task data (limit, few-shot, label noise, holdout, validation / test split),
+collate, evaluator."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from scipy.stats import spearmanr
 
 from contrastext.data.examples import Example, IndexedExample
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet, make_evaluator
 from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
-from contrastext.runs.data import load_classification_data, task_and_splits
+from contrastext.runs.data import load_classification_data, split_validation_test, task_and_splits
 from contrastext.training.config import load_config
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "scl.yaml"
@@ -34,12 +36,25 @@ def encoder(minilm_path):
     return TextEncoder.from_pretrained(minilm_path, pooling="cls", max_seq_length=32)
 
 
-def test_few_shot_draw_is_stratified_indexed_and_seeded(tmp_path, data_root):
+def test_few_shot_draw_of_n_in_total_follows_the_training_label_distribution(tmp_path, data_root):
+    """The recipe's N = 20 on SST-2 train (29,780 negative, 37,569 positive): quotas 8.84 and 11.16 -> 9 + 11."""
+    config = config_for(tmp_path, "eval.limit=50")
+    assert config.data.few_shot == 20
+    data = load_classification_data(config, ClassificationArgs(), data_root, seed=4, few_shot_sampling="label_distribution")
+    assert Counter(example.label for example in data.train) == {0: 9, 1: 11}
+    assert data.description["train_label_counts"] == {"0": 9, "1": 11}
+    assert data.description["few_shot_sampling"] == "label_distribution"
+    with pytest.raises(ConfigError, match="few_shot_sampling"):
+        load_classification_data(config, ClassificationArgs(), data_root, seed=4, few_shot_sampling="balanced")
+
+
+def test_few_shot_per_class_draw_is_balanced_indexed_and_seeded(tmp_path, data_root):
     config = config_for(tmp_path, "data.limit=400", "data.few_shot=6", "eval.limit=50")
     args = ClassificationArgs()
     first = load_classification_data(config, args, data_root, seed=1)
     again = load_classification_data(config, args, data_root, seed=1)
     other = load_classification_data(config, args, data_root, seed=2)
+    assert first.description["few_shot_sampling"] == "per_class"  # the default of the other recipes
     assert Counter(example.label for example in first.train) == {0: 6, 1: 6}
     assert [example.index for example in first.train] == list(range(12))
     assert all(isinstance(example, IndexedExample) for example in first.train)
@@ -56,6 +71,36 @@ def test_label_noise_flips_the_requested_share(tmp_path, data_root):
     changed = sum(a.label != b.label for a, b in zip(clean.train, noisy.train, strict=True))
     assert changed == noisy.description["labels_flipped"] == 50
     assert [a.texts for a in clean.train] == [b.texts for b in noisy.train]
+
+
+def test_validation_and_test_split_dev_stratified_disjoint_and_seeded(tmp_path, data_root):
+    """Gunel et al. §4.1: test = half of the GLUE dev set, validation ~500 rows, both following dev's label
+    distribution. SST-2 dev (428 negative, 444 positive): test 214 + 222, validation the other 436 rows."""
+    config = config_for(tmp_path, "data.limit=100", "data.few_shot=null")
+    data = load_classification_data(config, ClassificationArgs(), data_root, seed=1)
+    dev = list(data.eval)
+    split = split_validation_test(data, validation_size=500, test_share=0.5, seed=0)
+    assert Counter(e.label for e in split.test) == {0: 214, 1: 222}
+    assert Counter(e.label for e in split.eval) == {0: 214, 1: 222}
+    sources = lambda rows: {e.source for e in rows}  # noqa: E731
+    assert len(sources(split.eval)) == 436 and len(sources(split.test)) == 436
+    assert not sources(split.eval) & sources(split.test)
+    assert sources(split.eval) | sources(split.test) == sources(dev)
+    assert (split.eval_set.prefix, split.test_set.prefix) == ("sst2_validation", "sst2_test")
+    assert split.description["n_validation"] == 436 and split.description["n_test"] == 436
+    assert split.train == data.train
+
+    other_draw = load_classification_data(config, ClassificationArgs(), data_root, seed=2)
+    same = split_validation_test(other_draw, validation_size=500, test_share=0.5, seed=0)
+    assert [e.source for e in same.test] == [e.source for e in split.test]  # one split for every draw
+    reseeded = split_validation_test(data, validation_size=500, test_share=0.5, seed=1)
+    assert sources(reseeded.test) != sources(split.test)
+
+    small = split_validation_test(data, validation_size=100, test_share=0.5, seed=0)
+    assert Counter(e.label for e in small.eval) == {0: 49, 1: 51}  # quotas 49.08, 50.92 of the other half
+    assert not sources(small.eval) & sources(small.test) and sources(small.test) == sources(split.test)
+    with pytest.raises(ConfigError, match="test_share"):
+        split_validation_test(data, validation_size=500, test_share=0.9999, seed=0)
 
 
 def test_holdout_splits_a_single_labelled_split(tmp_path, data_root):
@@ -96,8 +141,12 @@ def test_collate_pairs_labels_and_indices(encoder):
     assert batch["token_type_ids"].max() == 1  # the second text is segment B
     sep = encoder.tokenizer.sep_token_id
     assert (batch["input_ids"][0] == sep).sum() == 2
+    method.eval()  # no dropout: the loss is a function of the batch
     loss = method(batch)["task"]
-    assert torch.isfinite(loss)
+    with torch.no_grad():
+        logits = method.head(encoder(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).pooled)
+    expected = -torch.log_softmax(logits, dim=1)[torch.arange(2), torch.tensor([1, 0])].mean()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
 def test_evaluator_reports_the_task_metric(encoder):
@@ -111,4 +160,6 @@ def test_evaluator_reports_the_task_metric(encoder):
     regression = _Plain(encoder, get_task("stsb"))
     pairs = [Example((f"a {i}", f"b {i} c"), float(i)) for i in range(5)]
     scores = make_evaluator([EvalSet(get_task("stsb"), "dev", pairs)], "head")(regression)
-    assert scores["score"] == scores["stsb_dev_spearman"] and -100 <= scores["score"] <= 100
+    predicted = regression.predict(pairs, batch_size=8, task="stsb")
+    expected = 100 * spearmanr(predicted, [example.label for example in pairs]).statistic
+    assert scores["score"] == scores["stsb_dev_spearman"] == pytest.approx(expected)
