@@ -1,29 +1,38 @@
 """Multi-task BERT: sentiment (SST-5), paraphrase (Quora) and similarity (STS) on one encoder.
 
 After the CS224N default final project and the report "Robust embeddings using contrastive and multiple
-negatives on BERT". One encoder; each sentence's ``[CLS]`` vector goes through a shared layer
-``h = tanh(W·cls + b)``; then one head per task:
+negatives on BERT" (Mohammed & Sabane; docs/methods/multitask.md quotes it). Its final model (§5.1, Table 2
+Exp 13–15, "MT-DNN + DPHA + CL"):
 
-- a single-text task (SST-5, kind ``single``): ``logits = W_s · dropout(h)``, part = cross-entropy;
-- a pair-class task (Quora, kind ``pair``): :class:`~contrastext.models.heads.PairHead` on (h₁, h₂) with
-  features ``[h₁; h₂; h₁ − h₂]`` taken in both orders and averaged (``symmetric``), cross-entropy;
-- a scored-pair task (STS, kind ``regression``/``sts``): the same pair head with one output, mean squared
-  error against the 0–5 score.
+- the sentence vector is BERT's POOLER output p = tanh(W_p·h_[CLS] + b_p) (§6.1 "the pooler output performs
+  better than the last hidden state"), with dropout on it (Table 2's "dropout");
+- CL, a common layer shared by every head (§4 "Parameter Sharing"): c(x) = tanh(W_c·dropout(x) + b_c);
+- a single-text task (SST-5, kind ``single``): ``logits = W_s·c(p)``, part = cross-entropy;
+- a pair task (Quora, kind ``pair``; STS, kind ``regression``/``sts``): a CROSS-ENCODER (§4 "Dense
+  Prediction Heads", §6.1: separately encoded sentences gave "random classifier accuracy for PD"): the
+  pair is encoded jointly in both orders, e₁₂ = p([CLS] s1 [SEP] s2 [SEP]) and e₂₁ = p([CLS] s2 [SEP] s1
+  [SEP]), with their difference d = e₁₂ − e₂₁, and the :class:`~contrastext.models.heads.DensePairHead`
+  gives ``out = W_o [tanh(w₁·c(e₁₂)); tanh(w₂·c(e₂₁)); tanh(w₃·c(d))] + b_o`` (DPHA; ``pair_activation:
+  none`` is DPH, ``pair_difference: false`` PH). A binary pair task has one logit and binary cross-entropy
+  (§4 "a single logit with BCELoss"), a scored pair one output and mean squared error against the 0–5
+  score, a pair task with more classes one logit per class and cross-entropy.
+  ``pair_encoding: separate`` is the bi-encoder instead (each text alone, c(p(s1)), c(p(s2)) into a
+  :class:`~contrastext.models.heads.PairHead`).
+- optional multiple negatives ranking (``mnr: true``; §3.2, Henderson et al. 2017): the duplicate pairs
+  (label 1) of the ``mnr_task`` batch, each text encoded alone, InfoNCE with in-batch negatives,
+  part ``mnr`` = −(1/K) Σᵢ log(exp(s(xᵢ, yᵢ)/τ) / Σⱼ exp(s(xᵢ, yⱼ)/τ)).
 
-Each training step draws one task's batch (``data.task_sampling``: ``sequential`` task after task,
-``round_robin`` one batch each in turn, ``proportional`` MT-DNN's P(task i) ∝ (wᵢ·nᵢ)^(1/T) with
-``data.task_weights`` wᵢ and ``data.task_temperature`` T; :class:`~contrastext.data.sampling.MultiTaskBatchSampler`).
-The parts are named after the tasks and weighted by ``method_args.loss_weights``.
+The parts are named after the tasks (plus ``mnr``) and weighted by ``method_args.loss_weights`` (and
+``mnr_weight``). Which task each batch holds is the run's task sampler (:mod:`contrastext.runs.multitask`).
 
-With ``method_args.pcgrad: true`` every step instead holds ``train.batch_size`` examples of EVERY task
-(:class:`~contrastext.data.sampling.JointTaskBatchSampler`) and the shared parameters (encoder + shared layer) follow PCGrad (Yu et al.
-2020, :mod:`contrastext.methods.pcgrad`): the trainer only calls ``total.backward()``, so ``forward``
-computes each task's gradient itself (``torch.autograd.grad``), projects the conflicting ones and returns
-the task losses DETACHED (for the log) plus a part ``pcgrad`` whose value is 0 and whose gradient is the
-projected sum (:func:`~contrastext.methods.pcgrad.pcgrad_surrogate`). Single process only.
-
-The run around it (the tasks' data, the task sampler, the optional SimCSE pre-step, the evaluator with
-``<task>_dev_<metric>`` keys and the overall ``mean``) is :mod:`contrastext.runs.multitask`.
+With ``method_args.pcgrad: true`` every step instead holds examples of EVERY task
+(:class:`~contrastext.data.sampling.JointTaskBatchSampler`) and the shared parameters (encoder + shared
+layer) follow PCGrad (Yu et al. 2020, :mod:`contrastext.methods.pcgrad`), the projected task gradients
+AVERAGED (``pcgrad_reduction: mean``, the report's "mean of the input gradients"): the trainer only calls
+``total.backward()``, so ``forward`` computes each task's gradient itself (``torch.autograd.grad``),
+projects the conflicting ones and returns the task losses DETACHED (for the log) plus a part ``pcgrad``
+whose value is 0 and whose gradient is the combination (:func:`~contrastext.methods.pcgrad.pcgrad_surrogate`).
+The ``mnr`` part counts towards its task's gradient there. Single process only.
 
 Example::
 
@@ -35,7 +44,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -47,38 +56,84 @@ from contrastext.data.collate import encoder_inputs, labels_tensor, tokenize
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
 from contrastext.methods.pcgrad import pcgrad_surrogate
-from contrastext.models.heads import ClassificationHead, PairHead
+from contrastext.models.heads import ClassificationHead, DensePairHead, PairHead
 from contrastext.models.projection import DenseLayer
+from contrastext.objectives.registry import make_objective
 from contrastext.training.method import Method
 
 DEFAULT_TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
 CLASS_KINDS = ("single", "pair")
 SCORE_KINDS = ("regression", "sts")
+MNR_PART = "mnr"
 
 
 class MultitaskArgs(BaseModel):
-    """``method_args`` of the ``multitask`` recipe (see docs/methods/multitask.md)."""
+    """``method_args`` of the ``multitask`` recipe (docs/methods/multitask.md: each key with the report's value)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    pooling: str = Field(default="cls", description="the sentence vector the heads read")
-    shared_layer: bool = Field(default=True, description="a dense tanh layer shared by every head")
-    head_dropout: float = Field(default=0.1, ge=0, lt=1)
-    pair_parts: list[str] = Field(default_factory=lambda: ["u", "v", "diff"], description="PairHead features")
-    symmetric_pairs: bool = Field(default=True, description="average the pair head over both orders")
+    # model
+    pooling: str = Field(default="pooler", description="the sentence vector the heads read (report §6.1: pooler)")
+    pooler_dropout: float = Field(default=0.1, ge=0, lt=1, description="dropout on the pooled vector (Table 2)")
+    shared_layer: bool = Field(default=True, description="CL: a dense tanh layer shared by every head")
+    pair_encoding: Literal["joint", "separate"] = Field(
+        default="joint", description="joint: cross-encoder in both orders (DPH); separate: bi-encoder"
+    )
+    pair_difference: bool = Field(default=True, description="joint: the e12 - e21 branch (DPH; false: PH)")
+    pair_activation: Literal["tanh", "none"] = Field(
+        default="tanh", description="joint: activation on the branch logits (DPHA; none: DPH)"
+    )
+    pair_parts: list[str] = Field(default_factory=lambda: ["u", "v", "diff"], description="separate: PairHead features")
+    symmetric_pairs: bool = Field(default=True, description="separate: average the pair head over both orders")
     loss_weights: dict[str, float] = Field(default_factory=dict, description="task name -> loss weight (1.0)")
+    # multiple negatives ranking
+    mnr: bool = Field(default=False, description="add the multiple negatives ranking part on mnr_task's duplicates")
+    mnr_task: str = Field(default="minbert-quora", description="the paraphrase task whose label-1 pairs are positives")
+    mnr_temperature: float = Field(default=0.05, gt=0, description="τ of the cosine InfoNCE (scale 1/τ = 20)")
+    mnr_weight: float = Field(default=1.0, ge=0, description="weight of the mnr part")
+    # task schedule (the sampler; data.task_sampling picks the strategy)
+    sequential_order: list[str] | None = Field(
+        default=None, description="sequential: task order, all epochs of each (null: data.tasks order)"
+    )
+    round_robin_order: list[str] | None = Field(
+        default=None, description="round_robin: task order within each epoch, repeats allowed (null: data.tasks)"
+    )
+    round_robin_unit: Literal["pass", "batch"] = Field(
+        default="pass", description="round_robin: a whole pass of each entry, or one batch of each in turn"
+    )
+    proportional_replacement: bool = Field(
+        default=False, description="proportional: independent draws instead of shuffling the merged batches"
+    )
+    # PCGrad
     pcgrad: bool = Field(default=False, description="every task each step, PCGrad on the shared parameters")
+    pcgrad_reduction: Literal["mean", "sum"] = Field(default="mean", description="combine the projected gradients")
+    # data
     holdout_tasks: list[str] = Field(default_factory=lambda: ["minbert-quora"], description="train on dev minus holdout")
     holdout: float = Field(default=0.2, gt=0, lt=1, description="share of the dev split held out for evaluation")
     holdout_seed: int = Field(default=0, ge=0)
-    simcse_steps: int = Field(default=0, ge=0, description="unsupervised SimCSE steps before multi-task training")
-    simcse_lr: float = Field(default=3e-5, gt=0)
+    # SimCSE pre-step
+    simcse: Literal["supervised", "unsupervised", "none"] = Field(
+        default="supervised", description="SimCSE pre-step on simcse_task triplets, on the tasks' sentences, or none"
+    )
+    simcse_task: str = Field(default="nli-triplets", description="supervised pre-step data (anchor, entailment, contradiction)")
+    simcse_epochs: float = Field(default=100.0, gt=0, description="pre-step epochs (report §4: 100 on SNLI)")
+    simcse_steps: int | None = Field(default=None, gt=0, description="pre-step steps; wins over simcse_epochs")
+    simcse_lr: float = Field(default=5e-5, gt=0)
     simcse_batch_size: int = Field(default=64, gt=1)
     simcse_temperature: float = Field(default=0.05, gt=0)
 
 
+def head_outputs(task: Any) -> int:
+    """Outputs of a task's head: its classes (single text), 1 for a binary or scored pair, else its classes."""
+    if task.kind == "single":
+        return task.num_labels
+    if task.kind in SCORE_KINDS or task.num_labels == 2:
+        return 1
+    return task.num_labels
+
+
 class MultitaskMethod(Method):
-    """Encoder + shared layer + one head per task; parts named after the tasks (plus ``pcgrad``)."""
+    """Encoder + dropout + shared layer + one head per task; parts named after the tasks (plus ``mnr``, ``pcgrad``)."""
 
     def __init__(self, encoder, tasks: Sequence[Any], args: MultitaskArgs | None = None):
         super().__init__()
@@ -86,26 +141,42 @@ class MultitaskMethod(Method):
         self.encoder = encoder
         self.task_names = [task.name for task in tasks]
         self.task_kinds = {task.name: task.kind for task in tasks}
+        self.outputs_of = {task.name: head_outputs(task) for task in tasks}
         unknown = sorted(set(args.loss_weights) - set(self.task_names))
         if unknown:
             raise ConfigError(f"method_args.loss_weights: unknown task(s) {unknown}; tasks: {self.task_names}")
+        self.pair_encoding = args.pair_encoding
+        self.pair_difference = args.pair_difference
         width = encoder.hidden_size
+        self.dropout = nn.Dropout(args.pooler_dropout)
         self.shared = DenseLayer(width, width, activation="tanh") if args.shared_layer else nn.Identity()
-        heads = {}
-        for task in tasks:
-            if task.kind == "single":
-                heads[task.name] = ClassificationHead(width, task.num_labels, dropout=args.head_dropout)
-            else:
-                labels = task.num_labels if task.kind == "pair" else 1
-                heads[task.name] = PairHead(width, labels, parts=tuple(args.pair_parts),
-                                            symmetric=args.symmetric_pairs, dropout=args.head_dropout)
-        self.heads = nn.ModuleDict(heads)
+        self.heads = nn.ModuleDict({task.name: self._head(task, width, args) for task in tasks})
         self.loss_weights = {name: float(args.loss_weights.get(name, 1.0)) for name in self.task_names}
+        self.mnr_task = self._mnr_task(args) if args.mnr else None
+        if self.mnr_task is not None:
+            self.mnr_loss = make_objective("infonce", temperature=args.mnr_temperature)
+            self.loss_weights[MNR_PART] = float(args.mnr_weight)
         self.pcgrad = args.pcgrad
+        self.pcgrad_reduction = args.pcgrad_reduction
+
+    def _head(self, task: Any, width: int, args: MultitaskArgs) -> nn.Module:
+        outputs = head_outputs(task)
+        if task.kind == "single":
+            return ClassificationHead(width, outputs, dropout=0.0)
+        if args.pair_encoding == "separate":
+            return PairHead(width, outputs, parts=tuple(args.pair_parts), symmetric=args.symmetric_pairs, dropout=0.0)
+        branches = 3 if args.pair_difference else 2
+        return DensePairHead(width, outputs, branches=branches, activation=args.pair_activation)
+
+    def _mnr_task(self, args: MultitaskArgs) -> str:
+        if args.mnr_task not in self.task_names or self.task_kinds[args.mnr_task] != "pair":
+            pairs = [name for name in self.task_names if self.task_kinds[name] == "pair"]
+            raise ConfigError(f"method_args.mnr_task: {args.mnr_task!r} is not a paraphrase (pair) task here; pair tasks: {pairs}")
+        return args.mnr_task
 
     # ------------------------------------------------------------------------------------ batches
     def collate(self, examples: list[Example]) -> dict:
-        """``{task name: {"first": tokens, "second": tokens (pairs), "labels"}}`` for the tasks present."""
+        """``{task name: {token dicts, "labels"}}`` for the tasks present (see :meth:`tokenize_task`)."""
         batch: dict[str, dict] = {}
         for index, name in enumerate(self.task_names):
             rows = [example for example in examples if getattr(example, "task", None) == index]
@@ -116,45 +187,83 @@ class MultitaskMethod(Method):
         return batch
 
     def tokenize_task(self, name: str, rows: Sequence[Example], with_labels: bool = False) -> dict:
+        """One task's rows as token dicts: ``first`` (single texts), ``joint`` (a pair in both orders,
+        ``[s1; s2]`` with ``[s2; s1]``: 2B rows) or ``first`` + ``second`` (separate); ``mnr`` (the duplicate
+        pairs' texts, each alone: 2P rows) when this is the mnr task; ``labels``."""
         kind = self.task_kinds[name]
-        entry = {"first": self._tokens([row.texts[0] for row in rows])}
-        if kind != "single":
-            entry["second"] = self._tokens([row.texts[1] for row in rows])
+        firsts = [row.texts[0] for row in rows]
+        if kind == "single":
+            entry = {"first": self._tokens(firsts)}
+        else:
+            seconds = [row.texts[1] for row in rows]
+            if self.pair_encoding == "joint":
+                entry = {"joint": self._tokens(firsts + seconds, pairs=seconds + firsts)}
+            else:
+                entry = {"first": self._tokens(firsts), "second": self._tokens(seconds)}
         if with_labels:
-            entry["labels"] = labels_tensor(rows, torch.float32 if kind in SCORE_KINDS else torch.long)
+            entry["labels"] = labels_tensor(rows, torch.long if kind == "single" or self.outputs_of[name] > 1 else torch.float32)
+            duplicates = [row for row in rows if row.label == 1]
+            if name == self.mnr_task and duplicates:
+                entry[MNR_PART] = self._tokens([row.texts[0] for row in duplicates] + [row.texts[1] for row in duplicates])
         return entry
 
-    def _tokens(self, texts: list[str]) -> dict[str, Tensor]:
-        encoded = tokenize(self.encoder.tokenizer, texts, self.encoder.max_seq_length, special_tokens_mask=False)
+    def _tokens(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, Tensor]:
+        encoded = tokenize(self.encoder.tokenizer, texts, self.encoder.max_seq_length, pairs=pairs,
+                           special_tokens_mask=False)
         return encoder_inputs(encoded)
 
     # ------------------------------------------------------------------------------------ outputs
-    def features(self, tokens: dict[str, Tensor]) -> Tensor:
-        """The shared layer over the encoder's pooled vector."""
-        return self.shared(self.encoder(**tokens).pooled)
+    def pooled(self, tokens: dict[str, Tensor]) -> Tensor:
+        """The encoder's pooled vectors (the pooler output by default)."""
+        return self.encoder(**tokens).pooled
+
+    def common(self, pooled: Tensor) -> Tensor:
+        """The shared layer over the dropped-out pooled vector: c(p) = tanh(W_c·dropout(p) + b_c)."""
+        return self.shared(self.dropout(pooled))
 
     def outputs(self, name: str, entry: dict) -> Tensor:
-        """Logits (class tasks) or scores (scored pairs) of one task's entry."""
-        first = self.features(entry["first"])
-        if self.task_kinds[name] == "single":
-            return self.heads[name](first)
-        scores = self.heads[name](first, self.features(entry["second"]))
-        return scores.squeeze(-1) if self.task_kinds[name] in SCORE_KINDS else scores
+        """Logits (class tasks; one logit for a binary pair task) or scores (scored pairs) of one task's entry."""
+        kind = self.task_kinds[name]
+        if kind == "single":
+            return self.heads[name](self.common(self.pooled(entry["first"])))
+        if "joint" in entry:
+            forward, backward = self.pooled(entry["joint"]).chunk(2, dim=0)
+            branches = [forward, backward] + ([forward - backward] if self.pair_difference else [])
+            out = self.heads[name](*[self.common(branch) for branch in branches])
+        else:
+            out = self.heads[name](self.common(self.pooled(entry["first"])), self.common(self.pooled(entry["second"])))
+        return out.squeeze(-1) if self.outputs_of[name] == 1 else out
 
     def task_loss(self, name: str, entry: dict) -> Tensor:
-        outputs = self.outputs(name, entry)
+        """Cross-entropy (classes), binary cross-entropy on one logit (binary pairs) or MSE (scored pairs)."""
+        outputs = self.outputs(name, entry).float()
         if self.task_kinds[name] in SCORE_KINDS:
-            return F.mse_loss(outputs.float(), entry["labels"].float())
-        return F.cross_entropy(outputs.float(), entry["labels"])
+            return F.mse_loss(outputs, entry["labels"].float())
+        if self.outputs_of[name] == 1:
+            return F.binary_cross_entropy_with_logits(outputs, entry["labels"].float())
+        return F.cross_entropy(outputs, entry["labels"])
+
+    def mnr(self, entry: dict) -> Tensor:
+        """Multiple negatives ranking over the batch's duplicate pairs, each text encoded alone."""
+        anchors, positives = self.pooled(entry[MNR_PART]).chunk(2, dim=0)
+        return self.mnr_loss(anchors, positives)
 
     def forward(self, batch: dict) -> dict[str, Tensor]:
         losses = {name: self.task_loss(name, entry) for name, entry in batch.items()}
+        if self.mnr_task in batch and MNR_PART in batch[self.mnr_task]:
+            losses[MNR_PART] = self.mnr(batch[self.mnr_task])
         if not (self.pcgrad and self.training and torch.is_grad_enabled()):
             return losses
         shared = [p for p in [*self.encoder.parameters(), *self.shared.parameters()] if p.requires_grad]
         specific = [p for p in self.heads.parameters() if p.requires_grad]
-        weighted = [losses[name] * self.loss_weights[name] for name in losses]
-        surrogate = pcgrad_surrogate(weighted, shared, specific, generator=self.generator)
+        per_task = []
+        for name in batch:
+            loss = losses[name] * self.loss_weights[name]
+            if name == self.mnr_task and MNR_PART in losses:
+                loss = loss + losses[MNR_PART] * self.loss_weights[MNR_PART]
+            per_task.append(loss)
+        surrogate = pcgrad_surrogate(per_task, shared, specific, generator=self.generator,
+                                     reduction=self.pcgrad_reduction)
         return {**{name: loss.detach() for name, loss in losses.items()}, "pcgrad": surrogate}
 
     def predict(self, examples: Sequence[Example], batch_size: int = 64, task: str | None = None) -> np.ndarray:
@@ -166,6 +275,8 @@ class MultitaskMethod(Method):
             entry = self.tokenize_task(task, rows)
             entry = {part: {k: v.to(self.device) for k, v in tokens.items()} for part, tokens in entry.items()}
             outputs = self.outputs(task, entry).float()
-            return outputs if self.task_kinds[task] in SCORE_KINDS else outputs.argmax(dim=-1)
+            if self.task_kinds[task] in SCORE_KINDS:
+                return outputs
+            return (outputs > 0).long() if self.outputs_of[task] == 1 else outputs.argmax(dim=-1)
 
         return self.predict_in_batches(examples, batch_size, predict_batch)

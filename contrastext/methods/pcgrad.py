@@ -7,11 +7,15 @@ the other tasks being visited in a random order:
 
     g̃ᵢ ← gᵢ
     for j ≠ i (random order):  if g̃ᵢ · gⱼ < 0:   g̃ᵢ ← g̃ᵢ − (g̃ᵢ · gⱼ / ‖gⱼ‖²) gⱼ
-    Δθ = Σᵢ g̃ᵢ
+    Δθ = Σᵢ g̃ᵢ                  (``reduction="sum"``: Yu et al., Algorithm 1)
+    Δθ = (1/T) Σᵢ g̃ᵢ            (``reduction="mean"``: the CS224N multi-task report, §4 "We set the final
+                                 gradient as the mean of the input gradients"; also the default of the
+                                 widely used PyTorch port WeiChengTseng/Pytorch-PCGrad)
 
 (the gⱼ projected against are the ORIGINAL gradients, as in the paper). Non-conflicting gradients pass
-unchanged, so with no conflict PCGrad is the plain sum. Task-specific parameters (each task's head) get
-their own task's gradient only, never projected.
+unchanged, so with no conflict PCGrad is the plain sum (or mean). Task-specific parameters (each task's
+head) get their own task's gradient only, never projected nor averaged (Pytorch-PCGrad sums the
+gradients of parameters that not every task reaches).
 
 Three layers, each usable on its own:
 
@@ -29,6 +33,8 @@ Example::
     [tensor([0.5000, 0.5000]), tensor([0., 1.])]
     >>> pcgrad([g1, g2])
     tensor([0.5000, 1.5000])
+    >>> pcgrad([g1, g2], reduction="mean")
+    tensor([0.2500, 0.7500])
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
+
+REDUCTIONS: tuple[str, ...] = ("sum", "mean")
 
 
 def project_conflicting(gradients: Sequence[Tensor], generator: torch.Generator | None = None) -> list[Tensor]:
@@ -72,9 +80,12 @@ def project_conflicting(gradients: Sequence[Tensor], generator: torch.Generator 
     return projected
 
 
-def pcgrad(gradients: Sequence[Tensor], generator: torch.Generator | None = None) -> Tensor:
-    """The PCGrad update direction: the sum of the projected task gradients (Algorithm 1)."""
-    return torch.stack(project_conflicting(gradients, generator)).sum(dim=0)
+def pcgrad(gradients: Sequence[Tensor], generator: torch.Generator | None = None, reduction: str = "sum") -> Tensor:
+    """The PCGrad update direction: the sum (Algorithm 1) or the mean of the projected task gradients."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"PCGrad reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
+    projected = torch.stack(project_conflicting(gradients, generator))
+    return projected.sum(dim=0) if reduction == "sum" else projected.mean(dim=0)
 
 
 def _flat(gradients: Sequence[Tensor | None], parameters: Sequence[Tensor]) -> Tensor:
@@ -91,11 +102,12 @@ def pcgrad_gradients(
     shared: Sequence[nn.Parameter],
     specific: Sequence[nn.Parameter] = (),
     generator: torch.Generator | None = None,
+    reduction: str = "sum",
 ) -> list[Tensor]:
     """One combined gradient per parameter of ``[*shared, *specific]``.
 
-    Shared parameters get the PCGrad combination of the per-task gradients; task-specific parameters get
-    the plain sum (a head only receives its own task's gradient anyway). The graph is kept
+    Shared parameters get the PCGrad combination (``reduction``) of the per-task gradients; task-specific
+    parameters get the plain sum (a head only receives its own task's gradient anyway). The graph is kept
     (``retain_graph``) between tasks and freed after the last one.
     """
     losses = list(losses)
@@ -113,7 +125,7 @@ def pcgrad_gradients(
         for position, gradient in enumerate(grads[len(shared) :]):
             if gradient is not None:
                 specific_sum[position] = specific_sum[position] + gradient
-    combined = pcgrad(per_task_shared, generator) if shared else torch.zeros(0)
+    combined = pcgrad(per_task_shared, generator, reduction) if shared else torch.zeros(0)
     result, offset = [], 0
     for parameter in shared:
         count = parameter.numel()
@@ -127,6 +139,7 @@ def pcgrad_backward(
     shared: Sequence[nn.Parameter],
     specific: Sequence[nn.Parameter] = (),
     generator: torch.Generator | None = None,
+    reduction: str = "sum",
 ) -> None:
     """Accumulate the PCGrad combination into each parameter's ``.grad`` (call ``optimizer.step()`` next).
 
@@ -137,7 +150,8 @@ def pcgrad_backward(
         >>> optimizer.step()
     """
     parameters = list(shared) + list(specific)
-    for parameter, gradient in zip(parameters, pcgrad_gradients(losses, shared, specific, generator), strict=True):
+    combined = pcgrad_gradients(losses, shared, specific, generator, reduction)
+    for parameter, gradient in zip(parameters, combined, strict=True):
         if parameter.grad is None:
             parameter.grad = gradient.detach().clone()
         else:
@@ -149,6 +163,7 @@ def pcgrad_surrogate(
     shared: Sequence[nn.Parameter],
     specific: Sequence[nn.Parameter] = (),
     generator: torch.Generator | None = None,
+    reduction: str = "sum",
 ) -> Tensor:
     """A 0-valued scalar whose gradient with respect to every parameter is the PCGrad combination.
 
@@ -157,7 +172,7 @@ def pcgrad_surrogate(
     PCGrad (linear in p, so loss scaling and gradient accumulation behave as for an ordinary loss).
     """
     parameters = list(shared) + list(specific)
-    combined = pcgrad_gradients(losses, shared, specific, generator)
+    combined = pcgrad_gradients(losses, shared, specific, generator, reduction)
     surrogate = sum(
         (parameter * gradient.detach()).sum() for parameter, gradient in zip(parameters, combined, strict=True)
     )

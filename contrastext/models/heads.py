@@ -7,10 +7,16 @@
   (Reimers & Gurevych, 2019): ``softmax(W [u; v; |u − v|])``.
   With ``symmetric=True`` the logits are averaged over both orders,
   ``(f([u; v; u − v]) + f([v; u; v − u])) / 2``, so swapping the two texts never changes the
-  prediction: our reading of the CS224N multi-task report's "concatenation of both orders and the
-  difference" (``parts=("u", "v", "diff"), symmetric=True``).
+  prediction. This is a bi-encoder head (each text encoded alone); the multi-task recipe's
+  ``pair_encoding: separate`` uses it. The CS224N report's own pair head is ``DensePairHead`` below.
 - ``RegressionHead``: one score ``w·dropout(x) + b`` (e.g. on ``PairHead``-style features or a
   single vector).
+- ``DensePairHead``: the CS224N multi-task report's dense prediction head (§4 "Dense Prediction Heads")
+  for a pair encoded JOINTLY by a cross-encoder: branch inputs x_k (the [CLS] vector of
+  ``[CLS] s1 [SEP] s2 [SEP]``, of ``[CLS] s2 [SEP] s1 [SEP]``, and their difference) each go through their
+  own linear layer to ``num_outputs`` logits, then an optional activation (the report's DPHA; none: DPH),
+  then one linear layer over the concatenated branch logits:
+  ``out = W_o [a(W_1 x_1 + b_1); …; a(W_K x_K + b_K)] + b_o``.
 
 Example::
 
@@ -29,6 +35,7 @@ from torch import Tensor, nn
 from contrastext.errors import ConfigError, UnknownNameError
 
 PAIR_PARTS: tuple[str, ...] = ("u", "v", "absdiff", "diff", "prod")
+BRANCH_ACTIVATIONS: tuple[str, ...] = ("tanh", "none")
 
 
 class ClassificationHead(nn.Module):
@@ -90,3 +97,28 @@ class RegressionHead(nn.Module):
 
     def forward(self, features: Tensor) -> Tensor:
         return self.linear(self.dropout(features)).squeeze(-1)
+
+
+class DensePairHead(nn.Module):
+    """One linear layer per branch input, an optional activation, then a linear layer over the branch logits.
+
+    ``DensePairHead(d, num_outputs=1, branches=3, activation="tanh")`` is the report's DPHA head on
+    (e₁₂, e₂₁, e₁₂ − e₂₁); ``activation="none"`` its DPH; ``branches=2`` (no difference) its PH.
+    Input: ``branches`` tensors of shape (batch, d); output (batch, num_outputs).
+    """
+
+    def __init__(self, in_features: int, num_outputs: int = 1, branches: int = 3, activation: str = "tanh"):
+        super().__init__()
+        if num_outputs < 1 or branches < 1:
+            raise ConfigError(f"num_outputs and branches must be >= 1, got {num_outputs} and {branches}")
+        if activation not in BRANCH_ACTIVATIONS:
+            raise UnknownNameError(f"unknown branch activation {activation!r}; expected one of: {', '.join(BRANCH_ACTIVATIONS)}")
+        self.branches = nn.ModuleList(nn.Linear(in_features, num_outputs) for _ in range(branches))
+        self.activation = nn.Tanh() if activation == "tanh" else nn.Identity()
+        self.output = nn.Linear(branches * num_outputs, num_outputs)
+
+    def forward(self, *inputs: Tensor) -> Tensor:
+        if len(inputs) != len(self.branches):
+            raise ValueError(f"DensePairHead has {len(self.branches)} branches, got {len(inputs)} inputs")
+        logits = [self.activation(branch(x)) for branch, x in zip(self.branches, inputs, strict=True)]
+        return self.output(torch.cat(logits, dim=-1))

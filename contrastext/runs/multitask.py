@@ -1,18 +1,20 @@
 """Recipe ``multitask``: SST-5, Quora and STS heads on one encoder (:mod:`contrastext.methods.multitask`).
 
-The run: the tasks' data (:func:`~contrastext.runs.data.load_multitask_data`), an optional unsupervised
-SimCSE pre-step (``method_args.simcse_steps`` steps on the distinct training sentences of all tasks, in
-``<output_dir>/simcse-prestep``), then multi-task training with the task sampler (one task per batch, by
-``data.task_sampling``; every task in each batch with PCGrad).
+The run (the report's final protocol, §5.1): the tasks' data (:func:`~contrastext.runs.data.load_multitask_data`),
+the SimCSE pre-step (``method_args.simcse``: SUPERVISED SimCSE on the ``simcse_task`` NLI triplets by default,
+in ``<output_dir>/simcse-prestep``; ``unsupervised`` on the distinct training sentences of all tasks;
+``none``), then multi-task training with the task sampler (one task per batch ordered by
+``data.task_sampling``, see :func:`batch_sampler`; every task in each batch with PCGrad).
 
 Evaluation: ``<task>_dev_<metric>`` of every task's head (accuracy / F1 / MCC for class tasks, Spearman /
-Pearson for scored pairs, ×100), ``score`` (the first task's), and ``mean`` = the course leaderboard's
-overall score: the mean over tasks of the accuracy and of the Pearson r mapped to [0, 100] as
-100·(r + 1)/2.
+Pearson for scored pairs, ×100), ``score`` (the first task's), ``mean`` = the report's overall score, the
+plain mean of each task's accuracy (class tasks) or Pearson r (scored pairs) (§5 "Evaluation Metrics";
+its 0.769 is (0.534 + 0.885 + 0.887) / 3, here ×100), and ``leaderboard_mean``, the same with r mapped
+to [0, 100] as (r + 100) / 2.
 
 Example::
 
-    >>> config = load_config(recipe_path("multitask"), ["train.max_steps=30", "data.task_sampling=round_robin"])
+    >>> config = load_config(recipe_path("multitask"), ["train.max_steps=30", "method_args.simcse=none"])
     >>> summary = run_recipe(config, data_root=Path("../shared/data"))
     >>> summary["metrics"]["mean"]
 """
@@ -26,11 +28,12 @@ import numpy as np
 
 from contrastext.data.examples import Example
 from contrastext.data.sampling import JointTaskBatchSampler, MultiTaskBatchSampler
+from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet, make_evaluator
 from contrastext.methods.multitask import SCORE_KINDS, MultitaskArgs, MultitaskMethod
 from contrastext.methods.simcse import SimCSE
 from contrastext.objectives.registry import make_objective
-from contrastext.runs.data import load_multitask_data, task_sizes
+from contrastext.runs.data import load_multitask_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
@@ -44,33 +47,83 @@ from contrastext.training.config import TrainConfig
 from contrastext.training.trainer import Trainer
 
 
-def leaderboard_mean(sets: Sequence[EvalSet]):
-    """``metrics -> {"mean": ...}``: accuracies as they are, Pearson r (×100) mapped to (r + 100) / 2."""
+def task_scores(sets: Sequence[EvalSet], metrics: Mapping[str, float]) -> list[tuple[bool, float]]:
+    """``(is a scored pair, value)`` per set: the Pearson r (×100) of scored pairs, else the accuracy (×100)."""
+    scores = []
+    for eval_set in sets:
+        scored = eval_set.task.kind in SCORE_KINDS
+        scores.append((scored, metrics[f"{eval_set.prefix}_{'pearson' if scored else 'accuracy'}"]))
+    return scores
+
+
+def overall_scores(sets: Sequence[EvalSet]):
+    """``metrics -> {"mean", "leaderboard_mean"}``: the report's plain mean of accuracies and Pearson r, and
+    the course leaderboard's mean with each r (×100) mapped to (r + 100) / 2."""
 
     def overall(metrics: Mapping[str, float]) -> dict[str, float]:
-        values = []
-        for eval_set in sets:
-            if eval_set.task.kind in SCORE_KINDS:
-                values.append((metrics[f"{eval_set.prefix}_pearson"] + 100) / 2)
-            else:
-                values.append(metrics[f"{eval_set.prefix}_accuracy"])
-        return {"mean": float(np.mean(values))}
+        scores = task_scores(sets, metrics)
+        return {
+            "mean": float(np.mean([value for _, value in scores])),
+            "leaderboard_mean": float(np.mean([(value + 100) / 2 if scored else value for scored, value in scores])),
+        }
 
     return overall
 
 
 def build(config: TrainConfig, args: MultitaskArgs, data_root: Path | None) -> MethodBundle:
-    """The method, all tasks' training examples (in task order) and the evaluator; see :func:`batch_sampler`."""
+    """The method, all tasks' training examples (in task order), the evaluator and the task sampler
+    (:func:`batch_sampler`; built first, so bad orders or weights fail before any training)."""
     data = load_multitask_data(config, args, data_root)
+    names = [task.name for task in data.tasks]
+    sampler = batch_sampler(config, args, data.sizes, names)
+    schedule = schedule_description(config, args, names)
     method = MultitaskMethod(build_encoder(config, pooling=args.pooling), data.tasks, args)
     sets = data.eval_sets
-    evaluator = make_evaluator(sets, "head", batch_size=config.eval.batch_size, overall=leaderboard_mean(sets))
-    description = {"tasks": data.description, "sampling": "joint+pcgrad" if args.pcgrad else config.data.task_sampling}
-    return MethodBundle(method, data.train, evaluator, final_report=lambda _method: description)
+    evaluator = make_evaluator(sets, "head", batch_size=config.eval.batch_size, overall=overall_scores(sets))
+    simcse = {"mode": args.simcse}
+    if args.simcse != "none":
+        simcse.update(steps=args.simcse_steps, epochs=None if args.simcse_steps else args.simcse_epochs,
+                      lr=args.simcse_lr, batch_size=args.simcse_batch_size, temperature=args.simcse_temperature)
+    description = {"tasks": data.description, "sampling": schedule, "simcse": simcse}
+    return MethodBundle(method, data.train, evaluator, final_report=lambda _method: description, batch_sampler=sampler)
 
 
-def batch_sampler(config: TrainConfig, args: MultitaskArgs, sizes: Sequence[int]):
-    """Joint batches (PCGrad) or one task per batch ordered by ``data.task_sampling``."""
+def task_order(args: MultitaskArgs, strategy: str, names: Sequence[str]) -> list[int] | None:
+    """The ``sequential_order`` / ``round_robin_order`` of ``strategy`` as task indices (None: data.tasks order)."""
+    key = {"sequential": "sequential_order", "round_robin": "round_robin_order"}.get(strategy)
+    order = getattr(args, key) if key else None
+    if order is None:
+        return None
+    unknown = [name for name in order if name not in names]
+    missing = [name for name in names if name not in order]
+    if not order or unknown or missing:
+        raise ConfigError(
+            f"method_args.{key}: {order} must name every task of data.tasks ({list(names)}) at least once"
+            + (f"; unknown: {unknown}" if unknown else "")
+            + (f"; never trained: {missing}" if missing else "")
+        )
+    return [names.index(name) for name in order]
+
+
+def schedule_description(config: TrainConfig, args: MultitaskArgs, names: Sequence[str]) -> dict:
+    """What orders the batches (for the final report), checking the order lists."""
+    if args.pcgrad:
+        return {"strategy": "joint+pcgrad", "reduction": args.pcgrad_reduction}
+    strategy = config.data.task_sampling
+    order = task_order(args, strategy, names)
+    description: dict = {"strategy": strategy}
+    if strategy == "proportional":
+        description.update(weights=config.data.task_weights, temperature=config.data.task_temperature,
+                           replacement=args.proportional_replacement)
+    else:
+        description["order"] = [names[index] for index in order] if order is not None else list(names)
+    if strategy == "round_robin":
+        description["unit"] = args.round_robin_unit
+    return description
+
+
+def batch_sampler(config: TrainConfig, args: MultitaskArgs, sizes: Sequence[int], names: Sequence[str]):
+    """Joint batches (PCGrad) or one task per batch ordered by ``data.task_sampling`` (see TaskSampler)."""
     train, data = config.train, config.data
     if args.pcgrad:
         return JointTaskBatchSampler(sizes, train.batch_size, config.train_seed, train.drop_last)
@@ -80,34 +133,63 @@ def batch_sampler(config: TrainConfig, args: MultitaskArgs, sizes: Sequence[int]
         data.task_sampling,
         config.train_seed,
         temperature=data.task_temperature,
-        weights=data.task_weights,
+        weights=data.task_weights if data.task_sampling == "proportional" else None,
         drop_last=train.drop_last,
+        order=task_order(args, data.task_sampling, names),
+        epochs=train.epochs or 1.0,
+        unit=args.round_robin_unit,
+        replacement=args.proportional_replacement,
     )
 
 
+def prestep_examples(config: TrainConfig, args: MultitaskArgs, data_root: Path | None,
+                     examples: Sequence[Example]) -> tuple[list[Example], str]:
+    """``(rows, where they come from)``: supervised, the ``simcse_task`` triplets (first ``data.limit``);
+    unsupervised, the distinct texts of the multi-task training rows."""
+    from contrastext.data.tasks import get_task, load_task
+
+    if args.simcse == "unsupervised":
+        sentences = dict.fromkeys(text for example in examples for text in example.texts)
+        return [Example((sentence,)) for sentence in sentences], "the multi-task training texts"
+    task = get_task(args.simcse_task)
+    if task.kind != "triplets":
+        raise ConfigError(
+            f"method_args.simcse_task: {task.name} has kind {task.kind!r}; supervised SimCSE needs "
+            "(anchor, entailment, contradiction) triplets, e.g. nli-triplets"
+        )
+    data = load_task(task, data_root)
+    rows = list(data.examples)[: config.data.limit]
+    if len(rows) < 2:
+        raise ConfigError(f"method_args.simcse_task: {task.name} has {len(rows)} triplet(s); SimCSE needs at least 2")
+    return rows, str(data.path)
+
+
 def simcse_prestep(config: TrainConfig, args: MultitaskArgs, encoder, examples: Sequence[Example], resume: bool) -> None:
-    """A few unsupervised SimCSE steps on the distinct training sentences (encoder trained in place)."""
-    sentences = list(dict.fromkeys(text for example in examples for text in example.texts))
+    """SimCSE on ``examples`` (triplets: supervised, Eq. 5 with the contradiction as hard negative; sentences:
+    dropout twins), the encoder trained in place, for ``simcse_steps`` or ``simcse_epochs``."""
+    length = {"max_steps": args.simcse_steps} if args.simcse_steps else {"epochs": args.simcse_epochs, "max_steps": None}
     train = {
         **NO_EVAL_OR_SAVE,
-        "max_steps": args.simcse_steps,
+        **length,
         "lr": args.simcse_lr,
         "batch_size": args.simcse_batch_size,
         "warmup_ratio": 0.0,
         "warmup_steps": None,
     }
     pre_config = stage_config(config, "simcse-prestep", train=train)
-    method = SimCSE(encoder, make_objective("infonce", temperature=args.simcse_temperature), supervised=False,
+    supervised = args.simcse == "supervised"
+    method = SimCSE(encoder, make_objective("infonce", temperature=args.simcse_temperature), supervised=supervised,
                     gather=False)
-    Trainer(method, [Example((sentence,)) for sentence in sentences], pre_config).train(resume=resume)
+    Trainer(method, list(examples), pre_config).train(resume=resume)
 
 
 def run(config: TrainConfig, args: MultitaskArgs, data_root: Path | None, resume: bool = False) -> dict:
     """(SimCSE pre-step,) then multi-task training with the task sampler; best weights' metrics in metrics.json."""
     bundle = seeded_build(build, config, args, data_root)
-    if args.simcse_steps:
-        simcse_prestep(config, args, bundle.method.encoder, bundle.train_examples, resume)
-    bundle.batch_sampler = batch_sampler(config, args, task_sizes(bundle.train_examples))
+    if args.simcse != "none":
+        examples, where = prestep_examples(config, args, data_root, bundle.train_examples)
+        bundle.final_report(bundle.method)["simcse"].update(data=where, n_train=len(examples))  # the same dict
+        simcse_prestep(config, args, bundle.method.encoder, examples, resume)
     return run_training(config, bundle, resume=resume)
 
 

@@ -89,3 +89,22 @@ def test_backward_and_surrogate_give_the_same_grads():
     surrogate.backward()
     for parameter, grad in zip([*shared.parameters(), *heads.parameters()], expected, strict=True):
         assert torch.allclose(parameter.grad, grad)
+
+
+def test_mean_reduction_averages_the_projected_gradients():
+    # CS224N report §4: "We set the final gradient as the mean of the input gradients".
+    g1, g2 = torch.tensor([1.0, 0.0]), torch.tensor([-1.0, 1.0])
+    # projected: (0.5, 0.5) and (0, 1) (see above); mean = (0.25, 0.75), sum = (0.5, 1.5).
+    assert torch.allclose(pcgrad([g1, g2], reduction="mean"), torch.tensor([0.25, 0.75]))
+    with pytest.raises(ValueError, match="reduction"):
+        pcgrad([g1, g2], reduction="max")
+
+
+def test_mean_reduction_leaves_task_specific_gradients_whole():
+    shared, heads, losses = _two_task_model()
+    combined = pcgrad_gradients(losses, list(shared.parameters()), list(heads.parameters()), reduction="mean")
+    # Shared, by hand: g1 = (1, 1, 0, 0), g2 = (-1, -1, 1, 1), g1·g2 = -2; g1' = g1 + (2/4)·g2 = (0.5, 0.5, 0.5, 0.5),
+    # g2' = g2 + (2/2)·g1 = (0, 0, 1, 1); the mean is (0.25, 0.25, 0.75, 0.75).
+    assert torch.allclose(combined[0].reshape(-1), torch.tensor([0.25, 0.25, 0.75, 0.75]))
+    assert torch.allclose(combined[1], torch.tensor([[1.0, 1.0]]))  # each head: its own task's gradient, not halved
+    assert torch.allclose(combined[2], torch.tensor([[1.0, 1.0]]))

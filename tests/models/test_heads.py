@@ -1,12 +1,20 @@
-"""Task heads: shapes, Sentence-BERT pair features, symmetric pair head, clear errors."""
+"""Task heads: shapes, Sentence-BERT pair features, symmetric pair head, the report's dense pair head, errors."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 
 from contrastext.errors import ConfigError, UnknownNameError
-from contrastext.models.heads import ClassificationHead, PairHead, RegressionHead, pair_features
+from contrastext.models.heads import (
+    ClassificationHead,
+    DensePairHead,
+    PairHead,
+    RegressionHead,
+    pair_features,
+)
 
 
 def test_classification_head_shape():
@@ -45,3 +53,27 @@ def test_pair_head_unknown_part():
 
 def test_regression_head_gives_one_value_per_row():
     assert RegressionHead(8).eval()(torch.randn(6, 8)).shape == (6,)
+
+
+def test_dense_pair_head_is_a_linear_layer_per_branch_then_an_activation_then_a_linear_layer():
+    # CS224N report §4 "Dense Prediction Heads": three embeddings -> individual linear layers -> single
+    # logits -> (DPHA: activation) -> a linear layer -> the final logit. Written out with explicit numbers.
+    head = DensePairHead(2, num_outputs=1, branches=3, activation="tanh")
+    with torch.no_grad():
+        for layer, (w, b) in zip(head.branches, [((1.0, 2.0), 0.5), ((-1.0, 0.0), 0.0), ((0.5, 0.5), -1.0)], strict=True):
+            layer.weight.copy_(torch.tensor([w]))
+            layer.bias.fill_(b)
+        head.output.weight.copy_(torch.tensor([[1.0, -2.0, 3.0]]))
+        head.output.bias.fill_(0.25)
+    x1, x2, x3 = torch.tensor([[1.0, 1.0]]), torch.tensor([[2.0, -1.0]]), torch.tensor([[0.0, 4.0]])
+    # branch logits: 1 + 2 + 0.5 = 3.5, -2, 0 + 2 - 1 = 1
+    expected = 1.0 * math.tanh(3.5) - 2.0 * math.tanh(-2.0) + 3.0 * math.tanh(1.0) + 0.25
+    assert head(x1, x2, x3).item() == pytest.approx(expected, rel=1e-6)
+    plain = DensePairHead(2, num_outputs=1, branches=3, activation="none")
+    plain.load_state_dict(head.state_dict())
+    assert plain(x1, x2, x3).item() == pytest.approx(3.5 - 2.0 * -2.0 + 3.0 * 1.0 + 0.25, rel=1e-6)
+    assert DensePairHead(4, num_outputs=3, branches=2)(torch.randn(5, 4), torch.randn(5, 4)).shape == (5, 3)
+    with pytest.raises(ValueError, match="3 branches, got 2"):
+        head(x1, x2)
+    with pytest.raises(UnknownNameError, match="relu"):
+        DensePairHead(2, activation="relu")
