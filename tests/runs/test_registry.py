@@ -67,3 +67,14 @@ def test_every_shipped_recipe_is_package_data_and_validates():
         config = load_config(path)
         config.method_args_as(get_run_spec(config.method).args_model)
     assert (RECIPES.resolve() == RECIPES_DIR), "recipes/ at the top must link to the package's recipes"
+
+
+def test_a_fresh_run_into_a_used_folder_is_refused_before_any_model_is_loaded(tmp_path, data_root):
+    """The check comes first: the model named here does not even exist, and the run in a stage subfolder counts."""
+    from contrastext.runs.registry import run_recipe
+
+    (tmp_path / "seed-1").mkdir()
+    (tmp_path / "seed-1" / "train_log.jsonl").write_text('{"step": 1, "loss": 1.0}\n')
+    config = load_config(RECIPES / "simcse-unsup.yaml", [f"output_dir={tmp_path}", "model=/no/such/model"])
+    with pytest.raises(ConfigError, match="already holds a run"):
+        run_recipe(config, data_root=data_root)
