@@ -43,12 +43,11 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import Objective
+from .base import Objective, PairObjective
 from .checks import (
     check_choice,
     check_embeddings,
     check_non_negative,
-    check_pair,
     check_positive,
     zero_with_grad,
 )
@@ -70,19 +69,12 @@ def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
     return torch.logsumexp(exponents, dim=0) - math.log(exponents.numel())
 
 
-class Alignment(Objective):
+class Alignment(PairObjective):
     """Mean α-th power distance between positive pairs."""
-
-    pair = True
 
     def __init__(self, alpha: float = 2.0):
         super().__init__()
         self.alpha = check_positive("Alignment", "alpha", alpha)
-
-    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
-        """``loss(x (B, d), y (B, d))``."""
-        x, y = check_pair(self.owner, "x", x, "y", y)
-        return {"x": x, "y": y}
 
     def compute(self, x: Tensor, y: Tensor) -> Tensor:
         return alignment(normalize(x), normalize(y), self.alpha)
@@ -109,11 +101,9 @@ class Uniformity(Objective):
         return f"t={self.t}"
 
 
-class AlignUniform(Objective):
+class AlignUniform(PairObjective):
     """Alignment + uniformity: ``nie`` (default) (1−λ)·align + λ·(2t + (unif(x) + unif(y))/2), or
     ``wang_isola`` align + λ·(unif(x) + unif(y))/2."""
-
-    pair = True
 
     def __init__(
         self, lam: float = 0.5, alpha: float = 2.0, t: float = 2.0, form: Literal["nie", "wang_isola"] = "nie"
@@ -127,11 +117,6 @@ class AlignUniform(Objective):
             )
         self.alpha = check_positive("AlignUniform", "alpha", alpha)
         self.t = check_positive("AlignUniform", "t", t)
-
-    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
-        """``loss(x (B, d), y (B, d))``."""
-        x, y = check_pair(self.owner, "x", x, "y", y)
-        return {"x": x, "y": y}
 
     def compute(self, x: Tensor, y: Tensor) -> Tensor:
         x, y = normalize(x), normalize(y)

@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from .checks import full_precision, upcast
+from .checks import check_pair, full_precision, upcast
 
 
 class Objective(nn.Module):
@@ -80,3 +80,15 @@ class Objective(nn.Module):
         reference = next((value for value in inputs.values() if isinstance(value, Tensor)), None)
         with full_precision(reference) if reference is not None else contextlib.nullcontext():
             return compute(**inputs)
+
+
+class PairObjective(Objective):
+    """An objective on two aligned batches ``loss(x (B, d), y (B, d))``: row k of x and row k of y are a
+    positive pair (alignment/uniformity, DCL, the margin losses). Subclasses write only ``compute(x, y)``."""
+
+    pair = True
+
+    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """``loss(x (B, d), y (B, d))``."""
+        x, y = check_pair(self.owner, "x", x, "y", y)
+        return {"x": x, "y": y}

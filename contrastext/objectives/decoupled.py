@@ -31,8 +31,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .base import Objective
-from .checks import check_pair, zero_with_grad
+from .base import PairObjective
+from .checks import zero_with_grad
 from .similarity import normalize
 from .temperature import TemperatureLike, check_temperature, temperature_value
 
@@ -45,20 +45,14 @@ def dcl_terms(x: Tensor, y: Tensor, tau: Tensor | float) -> Tensor:
     return -logits.diagonal() + torch.logsumexp(negatives, dim=1)
 
 
-class DCL(Objective):
+class DCL(PairObjective):
     """Decoupled contrastive loss: InfoNCE without the positive in the denominator."""
 
-    pair = True
     hinged = False
 
     def __init__(self, temperature: TemperatureLike = 0.05):
         super().__init__()
         self.temperature = check_temperature(type(self).__name__, temperature)
-
-    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
-        """``loss(x (B, d), y (B, d))``."""
-        x, y = check_pair(self.owner, "x", x, "y", y)
-        return {"x": x, "y": y}
 
     def compute(self, x: Tensor, y: Tensor) -> Tensor:
         if x.shape[0] < 2:

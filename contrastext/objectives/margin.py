@@ -45,8 +45,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import Objective
-from .checks import check_choice, check_non_negative, check_pair, zero_with_grad
+from .base import PairObjective
+from .checks import check_choice, check_non_negative, zero_with_grad
 from .similarity import normalize
 
 DISTANCE_EPS = 1e-8
@@ -70,14 +70,13 @@ def hardest(matrix: Tensor, mode: str, fill: float | None = None) -> Tensor:
     return masked.min(dim=0).values if mode == "min" else masked.max(dim=0).values
 
 
-class _MarginLoss(Objective):
+class _MarginLoss(PairObjective):
     """Shared checks: pairs (B, d), margin >= 0, ``diagonal`` "fill" | "exclude", batch of one -> 0.
 
     ``FILL`` is the value the authors' code gives the diagonal entry of the matrix the hardest negative is
     taken from (``diagonal="fill"``).
     """
 
-    pair = True
     FILL: float = 0.0
 
     def __init__(self, margin: float, diagonal: Diagonal = "fill"):
@@ -89,11 +88,6 @@ class _MarginLoss(Objective):
     def fill(self) -> float | None:
         """The constant on the diagonal for the hardest-negative search, or None (excluded)."""
         return self.FILL if self.diagonal == "fill" else None
-
-    def validate(self, x: Tensor, y: Tensor) -> dict[str, Tensor]:
-        """``loss(x (B, d), y (B, d))``."""
-        x, y = check_pair(self.owner, "x", x, "y", y)
-        return {"x": x, "y": y}
 
     def compute(self, x: Tensor, y: Tensor) -> Tensor:
         if x.shape[0] < 2:
