@@ -48,6 +48,7 @@ from contrastext.data.collate import encoder_inputs, tokenize
 from contrastext.data.examples import Example
 from contrastext.data.views import IGNORE_INDEX, make_view
 from contrastext.errors import ConfigError
+from contrastext.negatives.distributed import all_gather_rows
 from contrastext.negatives.queue import Queue
 from contrastext.objectives.capt import CAPT
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
@@ -223,8 +224,8 @@ class CAPTMethod(Method):
     def after_step(self) -> None:
         """Enqueue this step's projected representations and move the temperature schedule on."""
         if self.queue is not None:
-            for representations in self._pending:
-                self.queue.enqueue(representations)
+            for representations in self._pending:  # every process's rows, so the queue is the same everywhere
+                self.queue.enqueue(all_gather_rows(representations))
         self._pending.clear()
         if isinstance(self.temperature, InvertedTriangleTemperature):
             self.temperature.advance()

@@ -59,6 +59,7 @@ from contrastext.methods.pcgrad import pcgrad_surrogate
 from contrastext.models.heads import ClassificationHead, DensePairHead, PairHead
 from contrastext.models.projection import DenseLayer
 from contrastext.objectives.registry import make_objective
+from contrastext.runtime.processes import is_distributed
 from contrastext.training.method import Method
 
 DEFAULT_TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
@@ -247,6 +248,15 @@ class MultitaskMethod(Method):
         """Multiple negatives ranking over the batch's duplicate pairs, each text encoded alone."""
         anchors, positives = self.pooled(entry[MNR_PART]).chunk(2, dim=0)
         return self.mnr_loss(anchors, positives)
+
+    def on_train_start(self, total_steps: int) -> None:
+        """PCGrad projects each process's own task gradients; DDP would then average projections of local
+        gradients, which is not PCGrad of the global ones. Refused across processes rather than done wrong."""
+        if self.pcgrad and is_distributed():
+            raise ConfigError(
+                "method_args.pcgrad: PCGrad runs in a single process only (it projects per-task gradients that "
+                "DDP has not averaged yet); run without torchrun/accelerate launch, or set method_args.pcgrad=false"
+            )
 
     def forward(self, batch: dict) -> dict[str, Tensor]:
         losses = {name: self.task_loss(name, entry) for name, entry in batch.items()}

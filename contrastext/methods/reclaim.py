@@ -47,6 +47,7 @@ from torch import Tensor
 from contrastext.errors import ConfigError
 from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
 from contrastext.models.pooling import mean_pool
+from contrastext.negatives.distributed import all_gather_rows
 
 
 class ReclaimArgs(ClassificationArgs):
@@ -129,7 +130,8 @@ class ReclaimMethod(ClassificationMethod):
 
     @torch.no_grad()
     def after_step(self) -> None:
-        """Momentum update of both banks with the features of every forward since the last step."""
+        """Momentum update of both banks with the features of every forward since the last step, of every
+        process (gathered), so the banks stay identical on all ranks."""
         for indices, u, v in self._pending:
-            self.ans.update(indices, u, v)
+            self.ans.update(all_gather_rows(indices), all_gather_rows(u), all_gather_rows(v))
         self._pending.clear()

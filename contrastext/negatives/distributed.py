@@ -76,6 +76,28 @@ def all_gather_with_grad(x: Tensor) -> Tensor:
     return _AllGatherWithGrad.apply(x)
 
 
+@torch.no_grad()
+def all_gather_rows(x: Tensor) -> Tensor:
+    """Concatenate ``x`` (n_r, ...) from all processes in rank order, WITHOUT gradients; the processes may hold
+    different numbers of rows (a last, uneven batch). Identity when not distributed.
+
+    For state that every process must update identically: RECLAIM's memory banks and CAPT's queue take the
+    rows of every process, not only their own, so the banks stay the same on every rank.
+    """
+    if not is_distributed():
+        return x
+    _, world_size = rank_and_world_size()
+    rows = torch.tensor([x.size(0)], dtype=torch.long, device=x.device)
+    counts = [torch.empty_like(rows) for _ in range(world_size)]
+    dist.all_gather(counts, rows)
+    most = int(max(int(count) for count in counts))
+    padded = x.new_zeros((most, *x.shape[1:]))
+    padded[: x.size(0)] = x
+    parts = [torch.empty_like(padded) for _ in range(world_size)]
+    dist.all_gather(parts, padded.contiguous())
+    return torch.cat([part[: int(count)] for part, count in zip(parts, counts, strict=True)], dim=0)
+
+
 class GatheredBatch(NamedTuple):
     """Local anchors, global candidates, and for each local anchor the row of its positive in candidates."""
 

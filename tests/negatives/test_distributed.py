@@ -13,7 +13,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from contrastext.negatives.distributed import all_gather_with_grad, gather_for_contrastive
+from contrastext.negatives.distributed import all_gather_rows, all_gather_with_grad, gather_for_contrastive
 
 WORLD_SIZE = 2
 BATCH = 4
@@ -91,3 +91,26 @@ def test_single_process_is_identity():
     assert gathered.candidates.shape == (5, 4)
     assert torch.equal(gathered.candidates[:3], positives)
     assert torch.equal(gathered.labels, torch.arange(3))
+
+
+def rows_worker(rank: int, port: int, out_dir: str) -> None:
+    """Rank r holds r + 2 rows of value 10·r + row: uneven local sizes, as a last batch can have."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD_SIZE)
+    try:
+        local = torch.tensor([[10.0 * rank + row, -1.0] for row in range(rank + 2)])
+        torch.save(all_gather_rows(local), f"{out_dir}/rows{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_all_gather_rows_concatenates_uneven_rows_in_rank_order(tmp_path):
+    mp.start_processes(rows_worker, args=(free_port(), str(tmp_path)), nprocs=WORLD_SIZE, start_method="fork")
+    expected = torch.tensor([[0.0, -1.0], [1.0, -1.0], [10.0, -1.0], [11.0, -1.0], [12.0, -1.0]])
+    for rank in range(WORLD_SIZE):
+        assert torch.equal(torch.load(tmp_path / f"rows{rank}.pt"), expected)  # the same on every rank
+
+
+def test_all_gather_rows_is_identity_in_one_process():
+    x = torch.randn(3, 2)
+    assert all_gather_rows(x) is x

@@ -262,3 +262,15 @@ def test_bad_settings_are_named(tmp_path, tiny_bert, data_root):
     with pytest.raises(ConfigError, match=r"method_args\.mnr_task"):
         run_recipe(fast_config(tmp_path, tiny_bert, "method_args.mnr=true", "method_args.mnr_task=minbert-sts"),
                    data_root=data_root)
+
+
+def test_pcgrad_is_refused_across_processes_with_a_clear_error(tmp_path, tiny_bert, data_root, monkeypatch):
+    """PCGrad of per-process gradients averaged by DDP is not PCGrad: the method refuses when the trainer starts."""
+    import contrastext.methods.multitask as multitask_module
+
+    config = fast_config(tmp_path, tiny_bert, "method_args.pcgrad=true")
+    method = build(config, config.method_args_as(MultitaskArgs), data_root).method
+    method.on_train_start(3)  # one process: fine
+    monkeypatch.setattr(multitask_module, "is_distributed", lambda: True)
+    with pytest.raises(ConfigError, match="single process"):
+        method.on_train_start(3)
