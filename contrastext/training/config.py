@@ -46,6 +46,10 @@ class TrainSection(Section):
     group_by_length: bool = False
     lr: float = Field(default=3e-5, gt=0)
     weight_decay: float = Field(default=0.0, ge=0)
+    adam_betas: tuple[float, float] = Field(
+        default=(0.9, 0.999), description="AdamW's (beta1, beta2); CAPT's Table 4 uses (0.9, 0.98)"
+    )
+    adam_epsilon: float = Field(default=1e-8, gt=0, description="AdamW's epsilon; CAPT's Table 4 uses 1e-6")
     schedule: Literal["linear", "constant"] = "linear"
     warmup_ratio: float = Field(default=0.0, ge=0, le=1)
     warmup_steps: int | None = Field(default=None, ge=0, description="wins over warmup_ratio")

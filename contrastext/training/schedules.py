@@ -41,12 +41,21 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [group for group in groups if group["params"]]
 
 
-def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0) -> torch.optim.AdamW:
+def build_optimizer(
+    model: nn.Module,
+    lr: float,
+    weight_decay: float = 0.0,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+) -> torch.optim.AdamW:
     """AdamW over the trainable parameters of ``model``; no decay on biases and normalisation weights."""
     groups = parameter_groups(model, weight_decay)
     if not groups:
         raise ValueError(f"{type(model).__name__} has no trainable parameters")
-    return torch.optim.AdamW(groups, lr=lr)
+    for name, beta in zip(("beta1", "beta2"), betas, strict=True):
+        if not 0.0 <= beta < 1.0:
+            raise ConfigError(f"train.adam_betas: {name} must be in [0, 1), got {beta}")
+    return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps)
 
 
 def resolve_warmup_steps(total_steps: int, warmup_ratio: float = 0.0, warmup_steps: int | None = None) -> int:

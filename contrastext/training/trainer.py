@@ -249,7 +249,7 @@ class Trainer:
         total_steps = self.total_steps()
         method = self.method
         method.train()
-        optimizer = build_optimizer(method, train.lr, train.weight_decay)
+        optimizer = build_optimizer(method, train.lr, train.weight_decay, train.adam_betas, train.adam_epsilon)
         warmup = resolve_warmup_steps(total_steps, train.warmup_ratio, train.warmup_steps)
         scheduler = build_scheduler(optimizer, train.schedule, total_steps, warmup)
         model, optimizer = accelerator.prepare(method, optimizer)

@@ -71,6 +71,7 @@ def test_recipe_defaults_are_the_papers(tmp_path, minilm_path, data_root):
     train, args = config.train, args_of(config)
     assert (train.batch_size, train.max_steps, train.warmup_steps) == (2048, 200_000, 10_000)
     assert (train.lr, train.weight_decay, train.schedule) == (5e-4, 0.01, "linear")
+    assert (train.adam_betas, train.adam_epsilon) == ((0.9, 0.98), 1e-6)  # Table 4
     assert train.metric_for_best is None  # the pre-trained model is fine-tuned as trained
     assert (args.pooling, args.corruption, args.mask_probability) == ("cls", "token_mask", 0.15)
     assert (args.temperature, args.temperature_floor) == ("inverted_triangle", 0.05)

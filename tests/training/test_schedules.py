@@ -56,3 +56,14 @@ def test_rng_state_roundtrip():
     first = (random.random(), float(np.random.rand()), float(torch.rand(1)))
     restore_rng_state(state)
     assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == first
+
+
+def test_the_optimizer_takes_the_configured_betas_and_epsilon():
+    from contrastext.errors import ConfigError
+    from contrastext.training.schedules import build_optimizer
+
+    model = torch.nn.Linear(3, 2)
+    optimizer = build_optimizer(model, 1e-3, 0.01, betas=(0.9, 0.98), eps=1e-6)
+    assert all(group["betas"] == (0.9, 0.98) and group["eps"] == 1e-6 for group in optimizer.param_groups)
+    with pytest.raises(ConfigError, match="adam_betas"):
+        build_optimizer(model, 1e-3, betas=(0.9, 1.0))
