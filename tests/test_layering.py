@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("models",),
     ("negatives",),
     ("objectives",),
+    ("integrations",),  # adapters of the objectives to other libraries' trainers (sentence-transformers)
     ("evaluation",),
     ("training",),
     ("methods",),

@@ -35,10 +35,12 @@ USAGE_EXIT_CODE = 2
 def _register_commands() -> None:
     # Imported for their side effect: each module adds its command to `app`.
     from contrastext.cli import (  # noqa: F401
+        compare_command,
         demo_command,
         encode_command,
         eval_command,
         plot_command,
+        predict_command,
         train_command,
     )
 

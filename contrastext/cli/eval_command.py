@@ -4,6 +4,9 @@ Example::
 
     contrastext eval --model runs/simcse/best --tasks sts12,sts13,sts14,sts15,sts16,stsb,sickr \\
         --data-root ../shared/data --json results.json
+    contrastext eval --model bundled:all-MiniLM-L6-v2 --tasks sts:my_sts.csv,pairs:held_out.jsonl
+
+Task specs (registry names and the user's files) are parsed by :mod:`contrastext.evaluation.task_specs`.
 """
 
 from __future__ import annotations
@@ -20,14 +23,17 @@ from rich.table import Table
 
 from contrastext.cli import app
 from contrastext.cli.encode_command import (
+    MODEL_HELP,
     TRUST_REMOTE_CODE_HELP,
     check_output_file,
     load_model,
     write_file_atomically,
 )
+from contrastext.cli.predict_command import evaluate_with_head, load_classifier_folder
 from contrastext.data.root import resolve_data_root
 from contrastext.errors import ContrastextError
-from contrastext.evaluation.suite import STS_SUITE, check_task_specs, evaluate_tasks
+from contrastext.evaluation.suite import check_task_specs, default_tasks, evaluate_tasks
+from contrastext.models.hf_export import is_classifier_folder
 
 
 class Aggregation(StrEnum):
@@ -35,7 +41,12 @@ class Aggregation(StrEnum):
     wmean = "wmean"
 
 
-TASKS_HELP = "Comma-separated task specs NAME[:SPLIT], e.g. stsb:dev,sts12,sst2 (see above)."
+TASKS_HELP = (
+    "Comma-separated task specs: NAME[:SPLIT] for a registry task (stsb:dev, sts12, sst2), KIND:PATH[@SPLIT] for "
+    "your own CSV/TSV/JSONL file, KIND one of sts, classification, pairs (sts:my_sts.csv), or a bare PATH whose "
+    "kind follows from its columns (see above). Default: the STS suite sts12-16, stsb, sickr, as far as the data "
+    "root holds it."
+)
 
 
 def parse_task_list(tasks: str) -> list[str]:
@@ -46,7 +57,7 @@ def parse_task_list(tasks: str) -> list[str]:
     return specs
 
 
-METRIC_COLUMNS = ("spearman", "pearson", "accuracy", "f1", "mcc")
+METRIC_COLUMNS = ("spearman", "pearson", "accuracy", "f1", "mcc", "accuracy_at_1", "accuracy_at_10", "mrr_at_10")
 
 
 def json_ready(value, where: str = "", undefined: list[str] | None = None):
@@ -76,8 +87,9 @@ def results_table(results: dict) -> Table:
     """One row per task: split, n and the metrics any task reports (Spearman/Pearson, accuracy/F1/MCC)."""
     table = Table(title="contrastext eval (scores x100)")
     metrics = [key for key in METRIC_COLUMNS if any(key in result for result in results["tasks"].values())]
+    headers = {"accuracy_at_1": "acc@1", "accuracy_at_10": "acc@10", "mrr_at_10": "mrr@10"}
     for column in ("task", "split", "n", *metrics):
-        table.add_column(column, justify="left" if column in ("task", "split") else "right")
+        table.add_column(headers.get(column, column), justify="left" if column in ("task", "split") else "right")
 
     def cell(result: dict, key: str) -> str:
         if key in result and (result[key] is None or (isinstance(result[key], float) and math.isnan(result[key]))):
@@ -95,9 +107,9 @@ def results_table(results: dict) -> Table:
 @app.command("eval")
 def eval_command(
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Folder of a saved model (ours, sentence-transformers or Hugging Face).")
+        str, typer.Option("--model", "-m", help=MODEL_HELP)
     ],
-    tasks: Annotated[str, typer.Option("--tasks", "-t", help=TASKS_HELP)] = ",".join(STS_SUITE),
+    tasks: Annotated[str | None, typer.Option("--tasks", "-t", help=TASKS_HELP)] = None,
     data_root: Annotated[
         Path | None,
         typer.Option(
@@ -144,31 +156,56 @@ def eval_command(
 ) -> None:
     """Evaluate --model on --tasks; print a table and optionally write JSON. Scores are x100.
 
-    Without a split a task uses its default one (test for the STS suite sts12-16, stsb, sickr). STS tasks are scored by Spearman/Pearson of the cosine of the two embeddings; classification tasks (sst2, mrpc, cola...) by a logistic-regression probe on frozen embeddings (accuracy, F1, MCC; C picked on dev, or by 5-fold CV on train when dev is the evaluated split).
+    Without --tasks: the STS suite (sts12-16, stsb, sickr on their test splits) as far as the data root holds it; a task without its test file is evaluated on its dev split, one with neither is skipped, and a note says so (the shipped data has STS12 and the STS-B / SICK dev files only).
 
-    Results are keyed by task NAME and the split is a field, so give each task once: stsb:dev gives "stsb": {"split": "dev", "spearman", "pearson", "n"}. JSON shape: {"model", "tasks": {NAME: {...}}, "average": {"spearman", "pearson"}}, the average taken over the STS tasks. An undefined correlation (constant gold scores) is written as null, with a warning.
+    Your own files: sts:FILE (two text columns, then a score column), classification:FILE (one or two text columns, then a label column, string labels welcome; a probe trained on 80% of the file, scored on the other 20%), pairs:FILE (anchor, positive[, hard_negative]; each anchor retrieves its positive among all positives: accuracy@1/@10, MRR@10). CSV and TSV need a header row (the score column named score or label); JSONL one object a line. A file is reported under its stem, split "file" (or FILE@SPLIT), and needs no --data-root.
+
+    Without a split a task uses its default one (test for the STS suite sts12-16, stsb, sickr). STS tasks are scored by Spearman/Pearson of the cosine of the two embeddings; classification tasks (sst2, mrpc, cola...) by a logistic-regression probe on frozen embeddings (accuracy, F1, MCC; C picked on dev, or by 5-fold CV on train when dev is the evaluated split). When --model is an exported classifier folder (<run>/classifier), classification tasks are scored by its own head instead (and STS tasks by a regression head); each result's "scored_by" says which.
+
+    Results are keyed by task NAME and the split is a field, so give each task once: stsb:dev gives "stsb": {"split": "dev", "spearman", "pearson", "n"}. JSON shape: {"model", "tasks": {NAME: {...}}, "average": {"spearman", "pearson"}}, the average taken over the STS tasks, and "notes" when the default tasks were changed to fit the data root. An undefined correlation (constant gold scores) is written as null, with a warning.
     """
-    specs = parse_task_list(tasks)
-    check_task_specs(specs)  # bad task names and a missing data root fail before the model is loaded
-    resolve_data_root(data_root)
+    notes: list[str] = []
+    if tasks is None:  # the STS suite, as far as the data root holds it (each change is a printed note)
+        specs, notes = default_tasks(data_root)
+    else:
+        specs = parse_task_list(tasks)
+    parsed = check_task_specs(specs)  # bad task names, missing files and data root fail before the model loads
+    if any(not spec.is_file for spec in parsed):
+        resolve_data_root(data_root)
     if json_path is not None:
         check_output_file(json_path, "--json")  # before the evaluation, so results are never lost at the end
-    encoder = load_model(model, trust_remote_code=trust_remote_code)
     stderr = Console(stderr=True)
-    evaluated = evaluate_tasks(
-        encoder,
-        specs,
-        data_root,
-        batch_size=batch_size,
-        sts_aggregation=aggregation.value,
-        limit=limit,
-        max_train=max_train,
-        show_progress=progress,
-        on_task=(lambda spec: stderr.print(f"evaluating {spec}")) if progress else None,
-    )
-    results = {"model": str(model), **evaluated}
+    for note in notes:
+        stderr.print(f"note: {note}", soft_wrap=True, markup=False)
+
+    def evaluate_encoder(task_specs: list[str]) -> dict:
+        return evaluate_tasks(
+            load_model(model, trust_remote_code=trust_remote_code),
+            task_specs,
+            data_root,
+            batch_size=batch_size,
+            sts_aggregation=aggregation.value,
+            limit=limit,
+            max_train=max_train,
+            show_progress=progress,
+            on_task=(lambda spec: stderr.print(f"evaluating {spec}")) if progress else None,
+        )
+
+    # An exported classifier folder: classification tasks are scored by its own head, not by a probe.
+    classifier = load_classifier_folder(model, trust_remote_code) if is_classifier_folder(model) else None
+    if classifier is None:
+        evaluated = evaluate_encoder(specs)
+    else:
+        evaluated = evaluate_with_head(
+            classifier, specs, data_root, evaluate_encoder, batch_size=batch_size, limit=limit,
+            on_task=(lambda spec: stderr.print(f"evaluating {spec} with the classifier's head")) if progress else None,
+        )
+    results = {"model": str(model), **evaluated, **({"notes": notes} if notes else {})}
     stdout = Console()
     stdout.print(f"model: {model}", soft_wrap=True, markup=False)
+    if classifier is not None:
+        for name, result in results["tasks"].items():
+            stdout.print(f"{name}: scored by the {result.get('scored_by')}", soft_wrap=True, markup=False)
     stdout.print(results_table(results))
     if json_path is not None:
         text, undefined = results_json(results)

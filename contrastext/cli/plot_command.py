@@ -1,4 +1,8 @@
-"""``contrastext plot RUN_DIR``: draw a run's training curves (losses, evaluation, geometry, gradients) as PNGs."""
+"""``contrastext plot RUN_DIR``: draw a run's training curves (losses, evaluation, geometry, gradients) as PNGs.
+
+A folder of ``seed-<s>/`` runs (SCL's seeds, CAPT's fine-tuning seeds) is drawn as the mean over the seeds
+with a ± std band.
+"""
 
 from __future__ import annotations
 
@@ -13,24 +17,28 @@ from contrastext.errors import ContrastextError, MissingDataError
 
 @app.command("plot")
 def plot(
-    run_dir: Path = typer.Argument(..., help="a training output folder (or its train_log.jsonl)"),
+    run_dir: Path = typer.Argument(
+        ..., help="a training output folder (or its train_log.jsonl), or a folder of seed-N/ runs"
+    ),
     out: Path | None = typer.Option(None, "--out", help="where to write the PNGs (default RUN_DIR/plots)"),
 ) -> None:
     """Draw the curves of a training run from its JSONL log and print the paths of the PNG files.
 
-    A torn last line of the log (a run killed while writing it) is dropped with a warning.
+    A folder of seed-N/ runs gives the mean over the seeds with a ± std band. A torn last line of a log (a
+    run killed while writing it) is dropped with a warning. Several runs on one plot: `contrastext compare`.
     """
-    from contrastext.evaluation.plots import find_log, plot_run
+    from contrastext.evaluation.plots import find_log, load_run_group, plot_run
 
-    log = find_log(run_dir)
-    if not log.is_file():  # fails before any folder is created
-        raise MissingDataError(f"no training log at {log}")
-    check_output_folder(out if out is not None else log.parent / "plots", "--out")
+    group = load_run_group(run_dir)  # fails (naming the log expected) before any folder is created
+    default = find_log(run_dir).parent if not group.multi_seed else run_dir
+    check_output_folder(out if out is not None else default / "plots", "--out")
     try:
         paths = plot_run(run_dir, out)
     except OSError as error:
         raise ContrastextError(f"--out {out}: cannot write the plots ({error.strerror or error})") from None
     if not paths:
         raise MissingDataError(f"{run_dir}: the log holds no numeric series to plot")
+    if group.multi_seed:
+        typer.echo(f"{len(group.seeds)} seeds ({', '.join(group.seeds)}): mean ± std")
     for path in paths:
         typer.echo(str(path))

@@ -4,23 +4,61 @@ Example::
 
     contrastext train simcse-unsup --set train.max_steps=500 --output runs/simcse --data-root ../shared/data
     contrastext train my-recipe.yaml --output runs/mine
+    contrastext train simcse-unsup --set data.path=my_sentences.txt data.task=null eval.tasks= \
+        train.metric_for_best=null --output runs/mine     # own file: no data root needed
     contrastext train recipes/simcse-unsup.yaml --output runs/simcse --resume   # continue a killed run
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from contrastext.cli import app
 from contrastext.data.root import resolve_data_root
 
+# Help texts are rich markup: a literal "[" is written "\\[" (else "[stsb:dev]" would vanish as a style tag).
 SET_HELP = (
-    "Override one config key: dotted KEY=VALUE, the value read as YAML (e.g. train.max_steps=10, "
-    "method_args.temperature=0.1, eval.tasks=[stsb:dev]). Repeat for several keys."
+    "Override config keys: dotted KEY=VALUE, the value read as YAML (e.g. train.max_steps=10, "
+    "method_args.temperature=0.1, eval.tasks=\\[stsb:dev,sickr:test]). Several may follow one flag "
+    "(--set a=1 b=2), and the flag may be repeated. An empty value clears a list (eval.tasks= or "
+    "eval.tasks=\\[]). "
+    "train.max_steps given here sets the length even when the recipe sets train.epochs (and train.epochs "
+    "given here wins over the recipe's train.max_steps). Every key: docs/CONFIG.md."
 )
+SET_FLAG = "--set"
+OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)*=")  # KEY=... with a dotted key
+
+
+def expand_set_values(args: list[str]) -> list[str]:
+    """``--set a=1 b=2 recipe.yaml`` -> ``--set a=1 --set b=2 recipe.yaml``: every KEY=VALUE that follows a
+    ``--set`` value gets its own flag, so click (one value per option) sees a repeated option. The first
+    argument that is not KEY=VALUE (an option, the recipe, ``--``) ends the run of values."""
+    expanded: list[str] = []
+    state = "normal"  # "value": the next argument is --set's own value; "more": KEY=VALUE may follow
+    for position, arg in enumerate(args):
+        if state == "value":
+            expanded.append(arg)
+            state = "more"
+        elif state == "more" and OVERRIDE.match(arg):
+            expanded.extend([SET_FLAG, arg])
+        elif arg == "--":  # the rest is positional, as given
+            return expanded + args[position:]
+        else:
+            expanded.append(arg)
+            state = "value" if arg == SET_FLAG else "more" if arg.startswith(SET_FLAG + "=") else "normal"
+    return expanded
+
+
+class SetValuesCommand(TyperCommand):
+    """A typer command whose ``--set`` takes several KEY=VALUE arguments (see :func:`expand_set_values`)."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, expand_set_values(list(args)))
 
 
 def prepare(recipe: Path, overrides: list[str], output: Path | None):
@@ -56,7 +94,7 @@ def print_summary(summary: dict) -> None:
             typer.echo(f"{key.replace('_', ' ')}: {summary[key]}")
 
 
-@app.command("train")
+@app.command("train", cls=SetValuesCommand)
 def train_command(
     recipe: Annotated[
         Path,
@@ -77,7 +115,9 @@ def train_command(
     data_root: Annotated[
         Path | None,
         typer.Option(
-            "--data-root", help="Benchmark data folder (holding stsb/, glue/, wiki1m/...); default $CONTRASTEXT_DATA."
+            "--data-root",
+            help="Benchmark data folder (holding stsb/, glue/, wiki1m/...); default $CONTRASTEXT_DATA. Needed only "
+            "when the recipe reads a registry task (data.task, eval.tasks); not for your own files.",
         ),
     ] = None,
 ) -> None:
@@ -89,7 +129,9 @@ def train_command(
     from contrastext.runs.registry import run_recipe
 
     config = prepare(recipe, list(overrides or []), output)
-    root = resolve_data_root(data_root)
+    # Read lazily: only a registry task needs the data root (then --data-root, else $CONTRASTEXT_DATA, else
+    # a MissingDataError saying so). A --data-root that is given must exist, though.
+    root = resolve_data_root(data_root) if data_root is not None else None
     action = "resuming" if resume else "training"
     typer.echo(f"{action} {config.method} from {config.model}; outputs in {config.output_dir}")
     summary = run_recipe(config, root, resume=resume)

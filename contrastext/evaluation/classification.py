@@ -154,11 +154,18 @@ def fit_probe(
     return _classifier(best_c, seed).fit(train_x, train_y), best_c, selection
 
 
-def classification_scores(predictions: np.ndarray, labels: np.ndarray) -> dict[str, float | int]:
-    """Accuracy, F1 (binary for {0, 1} labels, else macro) and Matthews correlation, ×100, and ``n``."""
+def classification_scores(
+    predictions: np.ndarray, labels: np.ndarray, num_classes: int | None = None
+) -> dict[str, float | int]:
+    """Accuracy, F1 and Matthews correlation, ×100, and ``n``.
+
+    F1 is binary (positive class 1) for a 2-class task and macro for more classes. ``num_classes`` is the
+    TASK's class count when known: a 3-class task whose small evaluation set holds only classes 0 and 1 still
+    gets macro F1. Without it, the classes present decide (binary when they are within {0, 1})."""
+    average = None if num_classes is None else ("binary" if num_classes <= 2 else "macro")
     return {
         "accuracy": accuracy(predictions, labels, percent=True),
-        "f1": f1(predictions, labels, percent=True),
+        "f1": f1(predictions, labels, average=average, percent=True),
         "mcc": matthews(predictions, labels, percent=True),
         "n": len(labels),
     }
@@ -273,7 +280,7 @@ def evaluate_predictions(task, predictions: Sequence, labels: Sequence) -> dict:
             "n": len(labels),
         }
     elif task.kind in CLASSIFICATION_KINDS:
-        scores = classification_scores(predictions, labels)
+        scores = classification_scores(predictions, labels, num_classes=getattr(task, "num_labels", None))
     else:
         raise ValueError(f"task {task.name} has kind {task.kind!r}: it has no labels to score")
     name = canonical_metric_name(task.metric)

@@ -1,9 +1,16 @@
-"""Evaluate one encoder on several registry tasks and collect the results in one JSON-ready dict.
+"""Evaluate one encoder on several tasks (registry tasks or the user's files) and collect the results in one
+JSON-ready dict.
 
 Similarity tasks (kinds ``sts`` and ``regression``: STS12–16, STS-B, SICK-R) are scored by the cosine of
 the two embeddings (:func:`contrastext.evaluation.sts.evaluate_sts`); classification tasks (kinds
 ``single`` and ``pair``: SST-2, MRPC, ...) by the frozen-embedding probe
-(:func:`contrastext.evaluation.classification.evaluate_classification`).
+(:func:`contrastext.evaluation.classification.evaluate_classification`). A file of the user's
+(``sts:my_sts.csv``, ``classification:reviews.tsv``, ``pairs:para.jsonl``; syntax and columns in
+:mod:`contrastext.evaluation.task_specs`) is scored the same way by its kind, pairs by retrieval
+(:mod:`contrastext.evaluation.retrieval`); its result also names its ``kind`` and ``path``.
+
+:func:`default_tasks` picks, from the STS suite, what a data root holds (the dev split where the test file is
+missing; the shipped data has STS12 and the STS-B / SICK dev files only) and says what it changed.
 
 Result shape (the ``contrastext eval`` command adds ``"model"``)::
 
@@ -31,13 +38,26 @@ from functools import partial
 
 import numpy as np
 
-from contrastext.errors import ContrastextError
+from contrastext.data.tasks import holdout_split
+from contrastext.errors import ContrastextError, EmptyDataError, MissingDataError
 from contrastext.evaluation.classification import (
     CLASSIFICATION_KINDS,
+    HOLDOUT_FRACTION,
     SIMILARITY_KINDS,
+    _subsample,
+    check_probe_training,
     evaluate_classification,
+    evaluate_probe,
 )
+from contrastext.evaluation.retrieval import evaluate_pairs
 from contrastext.evaluation.sts import AGGREGATIONS, evaluate_sts
+from contrastext.evaluation.task_specs import (
+    EVAL_KINDS,
+    EvalSpec,
+    check_eval_specs,
+    load_eval_data,
+    parse_eval_spec,
+)
 
 logger = logging.getLogger("contrastext.evaluation")
 
@@ -49,7 +69,9 @@ def _encode_function(encoder, show_progress: bool) -> Callable:
     """``encoder.encode`` with progress bars on, or ``encoder`` itself when it is a plain callable."""
     encode = getattr(encoder, "encode", encoder)
     if not callable(encode):
-        raise TypeError(f"expected an encoder with .encode(texts, batch_size=...) or a callable, got {encoder!r}")
+        raise TypeError(
+            f"expected an encoder with .encode(texts, batch_size=...) or a callable, got {encoder!r}"
+        )
     return partial(encode, show_progress=True) if show_progress and encode is not encoder else encode
 
 
@@ -59,7 +81,7 @@ def _limited_subsets(subsets: dict, limit: int | None) -> dict:
 
 def evaluate_task(
     encoder,
-    spec: str,
+    spec: str | EvalSpec,
     data_root: str | os.PathLike | None = None,
     batch_size: int = 64,
     sts_aggregation: str = "all",
@@ -67,13 +89,15 @@ def evaluate_task(
     max_train: int | None = None,
     show_progress: bool = False,
 ) -> tuple[str, dict]:
-    """Evaluate one task spec; return ``(task name, result)``. See :func:`evaluate_tasks`."""
-    from contrastext.data.tasks import load_task, parse_task_spec
-
-    task, split = parse_task_spec(spec)
+    """Evaluate one task spec (a registry task or a file, see :mod:`~contrastext.evaluation.task_specs`);
+    return ``(task name, result)``. See :func:`evaluate_tasks`."""
+    spec = parse_eval_spec(spec) if isinstance(spec, str) else spec
+    task = spec.task
     encode = _encode_function(encoder, show_progress)
+    if spec.is_file:
+        return task.name, {"split": spec.split, **evaluate_file(encode, spec, batch_size, limit, max_train)}
     if task.kind in SIMILARITY_KINDS:
-        data = load_task(spec, data_root)
+        data = load_eval_data(spec, data_root)
         subsets = _limited_subsets(data.subsets, limit) if data.subsets else None
         result = evaluate_sts(
             encode,
@@ -82,16 +106,49 @@ def evaluate_task(
             subsets=subsets,
             aggregation=sts_aggregation,
         )
-        return task.name, {"split": data.split, **result}
+        return task.name, {"split": spec.split, **result}
     if task.kind in CLASSIFICATION_KINDS:
         result = evaluate_classification(
-            encode, spec, data_root, batch_size=batch_size, max_train=max_train, limit=limit
+            encode, spec.text, data_root, batch_size=batch_size, max_train=max_train, limit=limit
         )
         return task.name, result
     raise ContrastextError(
         f"task {task.name} has kind {task.kind!r}, which has no evaluation; evaluable kinds: "
-        f"{', '.join(SIMILARITY_KINDS + CLASSIFICATION_KINDS)}"
+        f"{', '.join(SIMILARITY_KINDS + CLASSIFICATION_KINDS)}, and files of kind {', '.join(EVAL_KINDS)}"
     )
+
+
+def evaluate_file(
+    encode: Callable,
+    spec: EvalSpec,
+    batch_size: int = 64,
+    limit: int | None = None,
+    max_train: int | None = None,
+    seed: int = 0,
+) -> dict:
+    """A file spec's numbers (without ``split``): sts correlations, the probe on a seeded 80/20 split of a
+    classification file, or pair retrieval; ``kind`` and ``path`` say what was read."""
+    data = load_eval_data(spec)
+    task = spec.task
+    about = {"kind": task.eval_kind, "path": str(task.path)}
+    if task.eval_kind == "sts":
+        return {**evaluate_sts(encode, data.examples[:limit], batch_size=batch_size), **about}
+    if task.eval_kind == "pairs":
+        return {**evaluate_pairs(encode, data.examples[:limit], batch_size=batch_size), **about}
+    train, evaluated = holdout_split(data.examples, HOLDOUT_FRACTION, seed=seed)
+    subsampled = max_train is not None and max_train < len(train)
+    train = _subsample(train, max_train, seed)
+    check_probe_training(train, task.path, cross_validated=True, subsampled=subsampled)
+    if not evaluated:
+        raise EmptyDataError(
+            f"{task.path}: too few rows ({len(data.examples)}) to hold out an evaluation part"
+        )
+    result = evaluate_probe(
+        encode, train, evaluated[:limit], kind=task.kind, metric=task.metric, batch_size=batch_size, seed=seed
+    )
+    held_out = f"{HOLDOUT_FRACTION:.0%} of the file held out (seed {seed}); the probe trains on the rest"
+    labels = {"labels": list(data.label_names)} if data.label_names else {}
+    return {**result, "held_out": held_out, **labels, **about}
 
 
 def evaluate_tasks(
@@ -109,7 +166,8 @@ def evaluate_tasks(
 
     Args:
         encoder: a ``TextEncoder`` (or anything with ``encode(texts, batch_size=...)``), or such a callable.
-        specs: task specs ``name[:split]``; the default split is the task's own (test for the STS suite).
+        specs: task specs ``name[:split]`` (the default split is the task's own: test for the STS suite) or
+            files ``kind:path[@split]`` (see :mod:`contrastext.evaluation.task_specs`).
         data_root: the benchmark folder; ``None`` reads ``$CONTRASTEXT_DATA``.
         batch_size: sentences per forward pass.
         sts_aggregation: ``"all"`` (SimCSE) or ``"wmean"`` (SentEval) for STS12–16.
@@ -120,8 +178,8 @@ def evaluate_tasks(
         on_task: called with each spec before it is evaluated (to report progress).
 
     Raises:
-        MissingDataError (from the registry) when a task's files are missing; UnknownNameError for an
-        unknown task; ContrastextError when a task is given twice or cannot be evaluated.
+        MissingDataError (from the registry) when a task's files are missing, or a file is; UnknownNameError
+        for an unknown task; ContrastextError when a task is given twice or cannot be evaluated.
     """
     if sts_aggregation not in AGGREGATIONS:
         raise ContrastextError(
@@ -148,17 +206,57 @@ def evaluate_tasks(
     return {"tasks": tasks, "average": average_similarity(tasks)}
 
 
-def check_task_specs(specs: Sequence[str]) -> None:
-    """Fail fast (before any model is loaded) on an unknown task or split, or a task given twice."""
-    from contrastext.data.tasks import parse_task_spec
+def check_task_specs(specs: Sequence[str]) -> list[EvalSpec]:
+    """Fail fast (before any model is loaded) on an unknown task or split, a missing or ill-formed file, or a
+    task given twice; returns the parsed specs."""
+    return check_eval_specs(specs)
 
-    names = [parse_task_spec(spec)[0].name for spec in specs]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise ContrastextError(
-            f"task(s) {', '.join(repeated)} given more than once; results are keyed by task name, "
-            "so evaluate one split of a task per run"
+
+def default_tasks(
+    data_root: str | os.PathLike | None = None, tasks: Sequence[str] = STS_SUITE
+) -> tuple[list[str], list[str]]:
+    """The specs of ``tasks`` that the data root holds, and a note for each one changed or left out.
+
+    A task whose default (test) file is missing is evaluated on its dev split when that file is there
+    (the shipped data has no STS-B or SICK test file); a task with neither is skipped. MissingDataError when
+    nothing is left.
+    """
+    from contrastext.data.root import resolve_data_root
+    from contrastext.data.tasks import get_task
+
+    root = resolve_data_root(data_root)
+    specs: list[str] = []
+    notes: list[str] = []
+    for name in tasks:
+        task = get_task(name)
+        if _split_file(task, task.default_split, root) is not None:
+            specs.append(name)
+        elif task.default_split != "dev" and _split_file(task, "dev", root) is not None:
+            specs.append(f"{name}:dev")
+            notes.append(
+                f"{name}: no {task.default_split} file under {root}; its dev split is evaluated instead"
+            )
+        else:
+            expected = root / task.splits[task.default_split][0]
+            notes.append(f"{name}: skipped, no file under {root} (expected {expected})")
+    if not specs:
+        raise MissingDataError(
+            f"none of the default tasks ({', '.join(tasks)}) has a file under the data root {root}: "
+            "give --tasks (a registry task such as stsb:dev, or your own file such as sts:my_sts.csv)"
         )
+    if notes:
+        notes.append(
+            f"the average is over the {len(specs)} task(s) evaluated, not the {len(tasks)} of the full suite: "
+            "not comparable with published numbers"
+        )
+    return specs, notes
+
+
+def _split_file(task, split: str, root) -> object | None:
+    for relative in task.splits.get(split, ()):
+        if (root / relative).exists():
+            return root / relative
+    return None
 
 
 def average_similarity(tasks: dict[str, dict]) -> dict[str, float | None]:

@@ -183,7 +183,7 @@ class CAPTMethod(Method):
         if len(examples) < 2:
             raise ValueError(f"CAPT needs at least 2 sentences per batch (in-batch negatives), got {len(examples)}")
         texts = [example.texts[0] for example in examples]
-        tokens = tokenize(self.encoder.tokenizer, texts, self.encoder.max_seq_length)
+        tokens = tokenize(self.encoder.tokenizer, texts, self.encoder.train_max_length)
         corrupted = self.view(tokens, generator=self.generator)
         batch = {"original": encoder_inputs(tokens), "corrupted": encoder_inputs(corrupted)}
         if "labels" in corrupted:  # a masking corruption: the MLM reads the corrupted copy itself

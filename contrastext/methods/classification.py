@@ -78,6 +78,12 @@ class ClassificationMethod(Method):
         self.task_name = task.name
         self.task_kind = task.kind
         self.num_labels = task.num_labels
+        # The class names in id order (a user's string labels, a registry task's names); [] for regression.
+        self.label_names: list[str] = (
+            []
+            if task.kind in REGRESSION_KINDS
+            else [str(name) for name in task.label_names or range(task.num_labels)]
+        )
         width = encoder.hidden_size
         if self.is_regression:
             self.head = RegressionHead(width, dropout=head_dropout)
@@ -98,7 +104,7 @@ class ClassificationMethod(Method):
                 raise ConfigError(f"{where}: task {self.task_name} needs text pairs, got a single text")
             second = [example.texts[1] for example in examples]
         encoded = tokenize(
-            self.encoder.tokenizer, first, self.encoder.max_seq_length, pairs=second, special_tokens_mask=False
+            self.encoder.tokenizer, first, self.encoder.train_max_length, pairs=second, special_tokens_mask=False
         )
         return encoder_inputs(encoded)
 
@@ -131,6 +137,29 @@ class ClassificationMethod(Method):
             return logits if self.is_regression else logits.argmax(dim=-1)
 
         return self.predict_in_batches(examples, batch_size, predict_batch)
+
+    def export_classifier(self, folder, label_names=None, card: dict | None = None):
+        """Write encoder + head as a Hugging Face sequence-classification folder (``pipeline("text-classification",
+        model=folder)`` loads it); returns the folder. ConfigError, nothing written, when the pooling has no exact
+        Hugging Face equivalent (:mod:`contrastext.models.hf_export`). Label names: ``label_names``, else the
+        method's ``label_names``, else ``"0"``, ``"1"``, …"""
+        from contrastext.models.hf_export import export_classifier
+
+        names = label_names or getattr(self, "label_names", None)
+        if not self.is_regression and not names:
+            names = [str(index) for index in range(self.num_labels)]
+        return export_classifier(
+            self.encoder,
+            self.head.linear,
+            folder,
+            label_names=None if self.is_regression else [str(name) for name in names],
+            regression=self.is_regression,
+            text_pair=self.task_kind != "single",
+            task=self.task_name,
+            task_kind=self.task_kind,
+            max_length=getattr(self.encoder, "train_max_length", None) or self.encoder.max_seq_length,
+            card=card,
+        )
 
 
 class FineTuneMethod(ClassificationMethod):

@@ -30,6 +30,9 @@ At every evaluation the evaluator adds, beside STS-B dev Spearman:
   ``diagnostic_batch_size`` training sentences encoded twice with dropout under a fixed seed (the RNG state
   of the training is saved and restored around it, so diagnostics never change the training).
 
+``pooling`` / ``mlp`` are unsupervised SimCSE's (:class:`~contrastext.methods.simcse.SimCSEUnsupArgs`): unset,
+they keep the model's own; the recipe writes the authors' ``cls`` + ``train`` explicitly.
+
 ``contrastext plot RUN_DIR`` draws these curves. The method is :class:`~contrastext.methods.simcse.SimCSE`
 with the chosen objective; this module holds the recipe's arguments, and :mod:`contrastext.runs.gd` builds
 the run and its diagnostics.

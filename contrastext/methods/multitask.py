@@ -209,7 +209,7 @@ class MultitaskMethod(Method):
         return entry
 
     def _tokens(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, Tensor]:
-        encoded = tokenize(self.encoder.tokenizer, texts, self.encoder.max_seq_length, pairs=pairs,
+        encoded = tokenize(self.encoder.tokenizer, texts, self.encoder.train_max_length, pairs=pairs,
                            special_tokens_mask=False)
         return encoder_inputs(encoded)
 
@@ -290,3 +290,43 @@ class MultitaskMethod(Method):
             return (outputs > 0).long() if self.outputs_of[task] == 1 else outputs.argmax(dim=-1)
 
         return self.predict_in_batches(examples, batch_size, predict_batch)
+
+    def export_classifiers(self, folder, card: dict | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+        """One Hugging Face sequence-classification folder per task that has an exact one, ``folder/<task>/``.
+
+        Returns ``(exported {task: folder}, not exported {task: why})``. Only a single-text task without the
+        shared layer exports (``method_args.shared_layer: false``: pooled vector → linear head, what
+        ``BertForSequenceClassification`` computes with pooling ``pooler``). The shared layer CL adds a second
+        dense+tanh after BERT's pooler, and the pair heads read the pair encoded in both orders (or each text
+        alone): no transformers sequence-classification class computes either, so those are not exported
+        rather than exported wrong (:mod:`contrastext.models.hf_export`)."""
+        from pathlib import Path
+
+        from contrastext.models.hf_export import export_classifier
+
+        exported: dict[str, Any] = {}
+        skipped: dict[str, str] = {}
+        names_of = getattr(self, "label_names", None)
+        for name in self.task_names:
+            if self.task_kinds[name] != "single":
+                skipped[name] = ("a pair head over the pair encoded in both orders (or each text alone): no "
+                                 "transformers sequence-classification class computes it")
+                continue
+            if not isinstance(self.shared, nn.Identity):
+                skipped[name] = ("the shared layer (method_args.shared_layer) adds a dense+tanh after the pooler: no "
+                                 "transformers sequence-classification class computes it; train with "
+                                 "method_args.shared_layer=false to get an export")
+                continue
+            names = names_of.get(name) if isinstance(names_of, dict) else None
+            outputs = self.outputs_of[name]
+            exported[name] = export_classifier(
+                self.encoder,
+                self.heads[name].linear,
+                Path(folder) / name,
+                label_names=[str(label) for label in names] if names else [str(i) for i in range(outputs)],
+                task=name,
+                task_kind="single",
+                max_length=getattr(self.encoder, "train_max_length", None) or self.encoder.max_seq_length,
+                card=card,
+            )
+        return exported, skipped

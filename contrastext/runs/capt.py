@@ -27,7 +27,7 @@ from contrastext.methods.classification import ClassificationArgs, FineTuneMetho
 from contrastext.models.projection import build_projection
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
 from contrastext.runs.classification import head_evaluator
-from contrastext.runs.data import load_classification_data, load_training_examples
+from contrastext.runs.data import USER_DATA_CLEARED, load_classification_data, load_training_examples
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
 from contrastext.runs.registry import RunSpec
@@ -111,7 +111,8 @@ def finetune_config(config: TrainConfig, args: CAPTArgs, seed: int | None = None
         "metric_for_best": "score",
         "greater_is_better": True,
     }
-    data = {"task": args.finetune_task, "limit": args.finetune_limit, "few_shot": None, "label_noise": 0.0}
+    data = {"task": args.finetune_task, "limit": args.finetune_limit, "few_shot": None, "label_noise": 0.0,
+            **USER_DATA_CLEARED}  # the pre-training file (data.path / data.dataset) is not the fine-tuning task
     evaluation = {"tasks": [f"{task}:dev"], "limit": args.finetune_eval_limit}
     return stage_config(config, f"finetune-{task}/seed-{seed}", train=train, data=data, eval=evaluation, seed=seed)
 

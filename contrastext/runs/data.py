@@ -1,14 +1,24 @@
-"""Training and evaluation data of the recipes, read from the task registry or a user's file.
+"""Training and evaluation data of the recipes, read from the task registry or a user's file or dataset.
 
-- :func:`load_training_examples`: sentences, pairs or triplets for the contrastive recipes (``data.task`` or
-  ``data.path``, first ``data.limit``);
+The data spec (:mod:`contrastext.data.sources`): ``data.task`` (a registry task) or ``data.path`` (a .csv, .tsv,
+.jsonl/.json or .txt file, ``data.columns`` naming the columns) or ``data.dataset`` (Hugging Face ``datasets``:
+a local folder or a hub name, ``data.split``). A source given with ``--set`` replaces the recipe file's (and
+``config.data`` is updated, so ``config.yaml`` records what was read); two at the same level are an error.
+
+- :func:`data_spec`: the run's :class:`~contrastext.data.sources.DataSpec`, with the source chosen;
+- :func:`load_training_data` / :func:`load_training_examples`: sentences, pairs or triplets for the contrastive
+  recipes (first ``data.limit``) and where they came from;
 - :func:`load_classification_data`: a labelled task's training set (few-shot draw ``data.few_shot``, label
   flips ``data.label_noise``, an optional seeded holdout) as :class:`IndexedExample` rows, and its
-  evaluation set;
+  evaluation set. A user's labelled file is evaluated on ``data.eval_path`` (``data.eval_split`` of a dataset),
+  else on a seeded holdout of it (``method_args.holdout``, default 20 %, seed ``holdout_seed``); its labels may
+  be strings, any number of classes (``task.label_names``, saved in the run's ``metrics.json``);
 - :func:`split_validation_test`: the evaluation rows split, stratified and seeded, into a validation set
   (checkpoint selection) and a disjoint test set (reported), Gunel et al.'s protocol (ICLR 2021, §4.1);
 - :func:`load_multitask_data`: every task of a multi-task run, concatenated in task order as
   :class:`TaskExample` rows, and each task's evaluation set.
+
+No function here resolves the data root unless a registry task is read.
 
 Example::
 
@@ -22,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -30,39 +41,95 @@ from pathlib import Path
 from typing import Any
 
 from contrastext.data.examples import Example, IndexedExample, TaskExample
+from contrastext.data.sources import DEFAULT_HOLDOUT, SOURCE_KEYS, DataSpec, choose_source
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet
 from contrastext.methods.classification import ClassificationArgs
 from contrastext.methods.multitask import MultitaskArgs
 from contrastext.runtime.seeding import derive_seed
 
+logger = logging.getLogger("contrastext.runs")
+
 CLASSIFICATION_KINDS = ("single", "pair")
 REGRESSION_KINDS = ("sts", "regression")  # scored pairs: stsb, sickr, stsb-glue, minbert-sts
 SUPPORTED_KINDS = CLASSIFICATION_KINDS + REGRESSION_KINDS
 DEFAULT_MULTITASK_TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
 FEW_SHOT_SAMPLING = ("label_distribution", "per_class")
+# A stage that trains on a registry task (CAPT's fine-tuning) drops the run's own file or dataset keys.
+USER_DATA_CLEARED: dict[str, Any] = {
+    key: None
+    for key in ("path", "dataset", "dataset_config", "split", "columns", "label_names", "eval_path", "eval_split")
+}
 
 
-def load_training_examples(config, data_root: Path | None, default_task: str) -> list[Example]:
-    """``data.path`` (a SimCSE .txt or .csv file) or ``data.task`` (default ``default_task``), first ``data.limit``."""
-    from contrastext.data.formats import read_sentences, read_simcse_csv
-    from contrastext.data.tasks import load_task
-
+def data_spec(config) -> DataSpec:
+    """The run's data spec (:mod:`contrastext.data.sources`) with ONE source: a source given with ``--set``
+    replaces the recipe file's (``config.data`` is updated to say so, and a warning names both); two sources
+    at the same level are a ConfigError naming both. Keys that do not go with the source are errors."""
     data = config.data
-    if data.path is not None:
-        path = Path(data.path).expanduser()
-        examples = read_simcse_csv(path) if path.suffix.lower() in (".csv", ".tsv") else read_sentences(path)
+    origin = config.source or "<config>"
+    values = {key: getattr(data, key) for key in SOURCE_KEYS}
+    chosen = choose_source(values, config.overridden_keys, origin)
+    for key in SOURCE_KEYS:
+        if key != chosen and values[key] is not None:
+            logger.warning(
+                "--set data.%s=%s replaces data.%s: %s of %s", chosen, values[chosen], key, values[key], origin
+            )
+            setattr(data, key, None)
+    spec = DataSpec(
+        task=data.task,
+        path=data.path,
+        dataset=data.dataset,
+        dataset_config=data.dataset_config,
+        split=data.split,
+        columns=data.columns.model_dump() if data.columns is not None else None,
+        label_names=data.label_names,
+        eval_path=data.eval_path,
+        eval_split=data.eval_split,
+        origin=origin,
+    )
+    spec.check()
+    return spec
+
+
+@dataclass
+class TrainingData:
+    """A contrastive recipe's training examples and where they came from (``description``: source, file,
+    columns, ``n_train``; the run's ``metrics.json`` reports it)."""
+
+    examples: list[Example]
+    description: dict
+
+
+def load_training_data(config, data_root: Path | None, default_task: str) -> TrainingData:
+    """``data.path`` / ``data.dataset`` (read as the default task's kind: sentences, or pairs / triplets) or
+    ``data.task`` (default ``default_task``), first ``data.limit``."""
+    from contrastext.data.sources import read_texts
+    from contrastext.data.tasks import get_task, load_task
+
+    spec = data_spec(config)
+    if spec.is_user_data:
+        needs = "sentences" if get_task(default_task).kind == "sentences" else "pairs"
+        read = read_texts(spec, needs, who=config.method)
+        examples, description = list(read.examples), dict(read.description)
     else:
-        examples = load_task(data.task or default_task, data_root).examples
-    examples = list(examples)
-    if data.limit is not None:
-        examples = examples[: data.limit]
+        loaded = load_task(spec.task or default_task, data_root)
+        examples = list(loaded.examples)
+        description = {"source": "data.task", "train": f"{loaded.task.name}:{loaded.split}", "n_rows": len(examples)}
+    if config.data.limit is not None:
+        examples = examples[: config.data.limit]
     if len(examples) < 2:
         raise ConfigError(
             f"{config.source or '<config>'}: data: {len(examples)} training example(s); "
-            "contrastive training needs at least 2 (check data.task, data.path, data.limit)"
+            "contrastive training needs at least 2 (check data.task, data.path, data.dataset, data.limit)"
         )
-    return examples
+    description["n_train"] = len(examples)
+    return TrainingData(examples, description)
+
+
+def load_training_examples(config, data_root: Path | None, default_task: str) -> list[Example]:
+    """The examples of :func:`load_training_data`."""
+    return load_training_data(config, data_root, default_task).examples
 
 
 @dataclass
@@ -90,19 +157,30 @@ class ClassificationData:
 
 
 def task_and_splits(config) -> tuple[Any, str, str]:
-    """``(task, train split, eval split)`` from ``data.task`` and ``eval.tasks``.
+    """``(task, train split, eval split)`` from the data spec and ``eval.tasks``.
 
     ``data.task: sst2`` trains on ``sst2:train``; ``data.task: sst2:train`` says so explicitly. The
-    evaluation split is the first of ``eval.tasks`` (it must be the same task), else ``dev``.
+    evaluation split is the first of ``eval.tasks`` (it must be the same task), else ``dev``. A user's file or
+    dataset (read here) is its own task, named after the file; its evaluation split is ``eval``
+    (``data.eval_path``), the ``data.eval_split``, or ``holdout``.
     """
     from contrastext.data.tasks import get_task, parse_task_spec
 
-    if not config.data.task:
-        raise ConfigError(f"{config.source or '<config>'}: data.task: a classification task is required, e.g. sst2")
-    name, _, split = config.data.task.partition(":")
+    spec = classification_spec(config)
+    if spec.is_user_data:
+        from contrastext.data.sources import read_labelled
+
+        user = read_labelled(spec, who=config.method)
+        return user.task, "train", user.eval_split
+    if not spec.task:
+        raise ConfigError(
+            f"{config.source or '<config>'}: data: fine-tuning needs labelled data: data.task (e.g. sst2), "
+            "data.path (a file with a label column) or data.dataset"
+        )
+    name, _, split = spec.task.partition(":")
     task = get_task(name)
     if split:
-        parse_task_spec(config.data.task)  # an unknown split lists the valid ones
+        parse_task_spec(spec.task)  # an unknown split lists the valid ones
     train_split = split or "train"
     eval_split = "dev"
     if config.eval.tasks:
@@ -120,6 +198,32 @@ def task_and_splits(config) -> tuple[Any, str, str]:
     return task, train_split, eval_split
 
 
+def classification_spec(config) -> DataSpec:
+    """:func:`data_spec` for a fine-tuning run. On a user's file or dataset, the evaluation rows come from
+    ``data.eval_path`` / ``data.eval_split`` or a holdout, never from ``eval.tasks``: a recipe file's
+    ``eval.tasks`` (its own task's dev split) gives way to a source given with ``--set`` (a warning says so,
+    and ``config.eval.tasks`` is emptied); ``eval.tasks`` given beside the user's source is an error."""
+    spec = data_spec(config)
+    if not spec.is_user_data or not config.eval.tasks:
+        return spec
+    given = config.overridden_keys
+    eval_from_set = "eval.tasks" in given or "eval" in given
+    source_from_set = f"data.{spec.source}" in given or "data" in given
+    if source_from_set and not eval_from_set:
+        logger.warning(
+            "--set data.%s replaces the recipe's data; its eval.tasks %s go with it: evaluating on %s",
+            spec.source, list(config.eval.tasks),
+            "data.eval_path" if spec.eval_path else "data.eval_split" if spec.eval_split else "a holdout",
+        )
+        config.eval.tasks = []
+        return spec
+    raise ConfigError(
+        f"{'--set eval.tasks' if eval_from_set else config.source or '<config>'}: eval.tasks: a classifier "
+        f"fine-tuned on data.{spec.source} is evaluated on data.eval_path (data.eval_split of a dataset) or a "
+        "seeded holdout (method_args.holdout); leave eval.tasks empty"
+    )
+
+
 def load_classification_data(
     config, args: ClassificationArgs, data_root: Path | None, seed: int, few_shot_sampling: str = "per_class"
 ) -> ClassificationData:
@@ -131,13 +235,18 @@ def load_classification_data(
     """
     from contrastext.data.tasks import holdout_split, load_task
 
-    task, train_split, eval_split = task_and_splits(config)
-    if args.holdout is not None:
+    spec = classification_spec(config)
+    description: dict = {}
+    if spec.is_user_data:
+        task, train, evaluation, train_name, eval_name, eval_split, description = _user_labelled(config, args, spec)
+    elif args.holdout is not None:
+        task, _, eval_split = task_and_splits(config)
         rows = load_task(task, data_root, split=eval_split).examples
         train, evaluation = holdout_split(rows, args.holdout, args.holdout_seed)
         train_name = f"{task.name}:{eval_split} minus a {args.holdout:.0%} holdout (seed {args.holdout_seed})"
         eval_name = f"{task.name}:{eval_split} {args.holdout:.0%} holdout (seed {args.holdout_seed})"
     else:
+        task, train_split, eval_split = task_and_splits(config)
         train = load_task(task, data_root, split=train_split).examples
         evaluation = load_task(task, data_root, split=eval_split).examples
         train_name, eval_name = f"{task.name}:{train_split}", f"{task.name}:{eval_split}"
@@ -147,7 +256,7 @@ def load_classification_data(
         train = train[: config.data.limit]
     if config.eval.limit is not None:
         evaluation = evaluation[: config.eval.limit]
-    description: dict = {"task": task.name, "train": train_name, "eval": eval_name, "draw_seed": seed}
+    description = {"task": task.name, "train": train_name, "eval": eval_name, "draw_seed": seed, **description}
     if config.data.few_shot is not None:
         train = _few_shot(train, task, config.data.few_shot, seed, few_shot_sampling)
         description["few_shot"] = config.data.few_shot
@@ -163,6 +272,41 @@ def load_classification_data(
     return ClassificationData(
         task=task, train=indexed, eval=evaluation, description=description, eval_split=eval_split
     )
+
+
+def _user_labelled(config, args: ClassificationArgs, spec: DataSpec):
+    """``(task, train, eval, train name, eval name, eval split, description)`` of a user's labelled data."""
+    from contrastext.data.sources import read_labelled
+    from contrastext.data.tasks import holdout_split
+
+    user = read_labelled(spec, who=config.method)
+    origin = config.source or "<config>"
+    if user.eval is not None:
+        if args.holdout is not None:
+            raise ConfigError(
+                f"{origin}: method_args.holdout and data.{'eval_path' if spec.eval_path else 'eval_split'} both "
+                "give the evaluation rows; set one"
+            )
+        train, evaluation, train_name, eval_name = user.train, user.eval, user.train_name, user.eval_name
+    else:
+        fraction = DEFAULT_HOLDOUT if args.holdout is None else args.holdout
+        train, evaluation = holdout_split(user.train, fraction, args.holdout_seed)
+        if not train or not evaluation:
+            raise ConfigError(
+                f"{origin}: {user.train_name}: {len(user.train)} rows leave nothing to train or evaluate on with a "
+                f"{fraction:.0%} holdout; add rows or name evaluation data with data.eval_path"
+            )
+        train_name = f"{user.train_name} minus a {fraction:.0%} holdout (seed {args.holdout_seed})"
+        eval_name = f"{user.train_name} {fraction:.0%} holdout (seed {args.holdout_seed}, {len(evaluation)} rows)"
+        if args.holdout is None:
+            logger.warning(
+                "no evaluation data named (data.eval_path, data.eval_split): evaluating on a %.0f%% holdout of %s "
+                "(seed %d, method_args.holdout / holdout_seed)", 100 * fraction, user.train_name, args.holdout_seed,
+            )
+    description = {"source": f"data.{spec.source}", "columns": user.layout.describe()}
+    if user.task.label_names is not None:
+        description["label_names"] = list(user.task.label_names)
+    return user.task, train, evaluation, train_name, eval_name, user.eval_split, description
 
 
 def _labelled(examples: Sequence[Example], task, split_name: str) -> list[Example]:
@@ -275,6 +419,12 @@ def load_multitask_data(config, args: MultitaskArgs, data_root: Path | None) -> 
     """Each task's training split (or dev minus holdout) and evaluation split, ``data.limit`` / ``eval.limit``."""
     from contrastext.data.tasks import get_task, holdout_split, load_task
 
+    sources = [f"data.{key}" for key in SOURCE_KEYS if getattr(config.data, key) is not None]
+    if sources:
+        raise ConfigError(
+            f"{config.source or '<config>'}: {sources[0]}: multitask trains on data.tasks (registry tasks); "
+            f"remove {sources[0]}"
+        )
     if config.eval.tasks:
         raise ConfigError(
             f"{config.source or '<config>'}: eval.tasks: multitask evaluates each of data.tasks on its dev split "

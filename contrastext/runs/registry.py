@@ -39,6 +39,7 @@ RUN_MODULES: dict[str, str] = {
     "simcse-unsup": "contrastext.runs.simcse",
     "simcse-sup": "contrastext.runs.simcse",
     "gd": "contrastext.runs.gd",
+    "mnrl": "contrastext.runs.mnrl",
     "scl": "contrastext.runs.scl",
     "reclaim": "contrastext.runs.reclaim",
     "capt": "contrastext.runs.capt",

@@ -221,7 +221,7 @@ def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool
     figure_key = f"top{figure['top_k']}_{reported}"
     payload = {
         "method": config.method,
-        "task": config.data.task,
+        "task": config.data.task or config.data.path or config.data.dataset,  # the one data source
         "seeds": seeds,
         "protocol": args.protocol,
         "output_dir": str(config.output_dir),

@@ -21,7 +21,7 @@ from torch import nn
 from contrastext.errors import ConfigError
 from contrastext.methods.simcse import SimCSE, SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.objectives.registry import make_objective
-from contrastext.runs.data import load_training_examples
+from contrastext.runs.data import load_training_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
 from contrastext.runs.registry import RunSpec
@@ -47,12 +47,14 @@ def make_pair_objective(args: SimCSEUnsupArgs) -> nn.Module:
 
 
 def sentence_encoder(config: TrainConfig, args: SimCSEUnsupArgs):
-    """``config.model`` with the recipe's pooling and SimCSE's MLP (training only, always, or none)."""
+    """``config.model`` with the recipe's pooling and SimCSE's MLP (training only, always, or none); a setting
+    left as None keeps the model's own (see :func:`contrastext.runs.encoders.build_encoder`)."""
     return build_encoder(
         config,
         pooling=args.pooling,
-        projection=None if args.mlp == "none" else "mlp",
-        projection_at_inference=args.mlp == "always",
+        projection="mlp" if args.mlp in ("train", "always") else None,
+        projection_at_inference={"always": True, "train": False}.get(args.mlp),  # none / None: the model's own
+        max_seq_length=getattr(args, "max_seq_length", None),  # mnrl's; None keeps the model's
     )
 
 
@@ -61,12 +63,13 @@ def build_simcse(
     objective: nn.Module | None = None, extras=(),
 ) -> MethodBundle:
     """A SimCSE bundle: ``data.task`` (default ``default_task``) or ``data.path``, the encoder, the objective."""
-    examples = load_training_examples(config, data_root, default_task=default_task)
+    data = load_training_data(config, data_root, default_task=default_task)
+    examples = data.examples
     evaluator = sentence_evaluator(config, data_root, extras=extras(examples) if callable(extras) else extras)
     objective = objective if objective is not None else make_pair_objective(args)
     method = SimCSE(sentence_encoder(config, args), objective, supervised=supervised, gather=args.gather,
                     part_name=args.loss)
-    return MethodBundle(method, examples, evaluator)
+    return MethodBundle(method, examples, evaluator, final_report=lambda _m: {"data": data.description})
 
 
 def build_unsup(config: TrainConfig, args: SimCSEUnsupArgs, data_root: Path | None) -> MethodBundle:

@@ -15,6 +15,8 @@ Example::
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,10 @@ from contrastext.training.config import TrainConfig
 from contrastext.training.method import Method
 
 METRICS_FILE = "metrics.json"
+CLASSIFIER_DIR = "classifier"  # <output_dir>/classifier: the best weights as a Hugging Face classifier
+CLASSIFIERS_DIR = "classifiers"  # <output_dir>/classifiers/<task>: a multi-task method's exportable heads
+
+logger = logging.getLogger("contrastext.runs")
 
 # A stage that only trains: no evaluation, no checkpoint selection, no intermediate checkpoints.
 NO_EVAL_OR_SAVE: dict[str, Any] = {
@@ -106,6 +112,13 @@ def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool = False
     "start_metrics", "report"}``: ``metrics`` is the evaluator's result on the best weights (the last weights
     when no checkpoint was ever best), ``report`` the bundle's ``final_report`` on them. After the run the
     method holds the best weights.
+
+    Exports (:func:`export_outputs`, main process): a method with ``export_classifier`` (SCL, RECLAIM, CAPT's
+    fine-tuning) writes those weights as a Hugging Face classifier in ``<output_dir>/classifier``
+    (``classifier_dir`` in the summary; ``classifier_error`` says why when its pooling has no exact export), a
+    multi-task method its exportable heads in ``classifiers/<task>`` (``classifier_dirs``,
+    ``classifiers_not_exported``); the README.md model cards of ``best/encoder``, ``final/encoder`` are rewritten
+    with the recipe, the data and the metrics.
     """
     from contrastext.training.checkpoint import load_method_state
     from contrastext.training.trainer import Trainer
@@ -137,8 +150,99 @@ def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool = False
         "start_metrics": dict(result.start_metrics),
         "report": report,
     }
+    if is_main_process():
+        summary.update(export_outputs(config, bundle.method, summary, dict(result.last_metrics)))
     write_summary(config.output_dir, summary)
     return summary
+
+
+def card_details(config: TrainConfig, summary: dict, method: Method | None = None) -> dict[str, Any]:
+    """What a model card says about the run (:mod:`contrastext.models.model_card`'s ``details``): the base model,
+    the recipe, the training data and settings, and the final metrics of the weights (best ones, plus the test
+    metrics of a report that has them)."""
+    data: dict[str, Any] = {}
+    for key in ("task", "tasks", "path", "dataset", "columns", "split", "limit", "few_shot", "max_length"):
+        value = getattr(config.data, key, None)
+        if value not in (None, [], {}, ""):
+            data[key] = value if not isinstance(value, dict) else json.dumps(value, sort_keys=True)
+    if getattr(config.data, "label_noise", 0.0):
+        data["label_noise"] = config.data.label_noise
+    report = summary.get("report") or {}
+    data.update({key: value for key, value in report.items() if isinstance(value, int | float | str) and key not in data})
+    metrics = {**summary.get("metrics", {}), **(report.get("test_metrics") or {})}
+    train = config.train
+    training = {
+        "lr": train.lr,
+        "batch_size": train.batch_size,
+        "max_steps": train.max_steps,
+        "epochs": train.epochs,
+        "seed": config.seed,
+        "steps trained": summary.get("last_step"),
+    }
+    if method is not None and getattr(method, "loss_weights", None):
+        training["loss weights"] = json.dumps(dict(method.loss_weights), sort_keys=True)
+    training.update({f"method_args.{key}": value for key, value in sorted(config.method_args.items())
+                     if not isinstance(value, dict | list) or len(str(value)) < 80})
+    best_step = summary.get("best_step")
+    selected = config.train.metric_for_best
+    note = (f"Metrics of the best weights (step {best_step}, selected by `{selected}`)." if best_step is not None
+            else f"Metrics of the last weights (step {summary.get('last_step')}).")
+    return {
+        "base_model": config.model,
+        "recipe": config.method,
+        "recipe_file": config.source,
+        "output_dir": str(config.output_dir),
+        "data": data,
+        "metrics": metrics,
+        "metrics_note": note,
+        "training": {key: value for key, value in training.items() if value is not None},
+    }
+
+
+def export_outputs(config: TrainConfig, method: Method, summary: dict, last_metrics: dict | None = None) -> dict:
+    """The classifier export(s) of a finished stage and the rewritten model cards; the summary keys they add."""
+    from contrastext.errors import ConfigError
+    from contrastext.models.model_card import encoder_card, encoder_facts, write_card
+    from contrastext.training.checkpoint import write_folder_atomically
+
+    details = card_details(config, summary, method)
+    added: dict[str, Any] = {}
+    output_dir = Path(config.output_dir)
+    if callable(getattr(method, "export_classifier", None)):
+        try:
+            folder = write_folder_atomically(
+                output_dir / CLASSIFIER_DIR, lambda temporary: method.export_classifier(temporary, card=details)
+            )
+            added["classifier_dir"] = str(folder)
+        except ConfigError as error:
+            shutil.rmtree(output_dir / CLASSIFIER_DIR, ignore_errors=True)  # never an older run's export in its place
+            logger.warning("no Hugging Face classifier exported: %s", error)
+            added.update(classifier_dir=None, classifier_error=str(error))
+    elif callable(getattr(method, "export_classifiers", None)):
+        exported: dict[str, Any] = {}
+
+        def write(temporary: Path) -> None:
+            done, skipped = method.export_classifiers(temporary, card=details)
+            exported.update(done=done, skipped=skipped)
+
+        folder = write_folder_atomically(output_dir / CLASSIFIERS_DIR, write)
+        if not exported["done"]:
+            shutil.rmtree(folder, ignore_errors=True)
+        added["classifier_dirs"] = {name: str(output_dir / CLASSIFIERS_DIR / name) for name in exported["done"]}
+        added["classifiers_not_exported"] = dict(exported["skipped"])
+        for name, why in exported["skipped"].items():
+            logger.warning("no Hugging Face classifier exported for task %s: %s", name, why)
+    encoder = getattr(method, "encoder", None)
+    if encoder is not None and hasattr(encoder, "pooling"):
+        facts = encoder_facts(encoder)
+        best, final = summary.get("best_model_dir"), summary.get("final_model_dir")
+        if best and Path(best).is_dir():
+            write_card(best, encoder_card(facts, details))
+        if final and Path(final).is_dir():
+            last = {**details, "metrics": dict(last_metrics or {}),
+                    "metrics_note": f"Metrics of the last weights (step {summary.get('last_step')})."}
+            write_card(final, encoder_card(facts, last))
+    return added
 
 
 def _optional_str(value) -> str | None:

@@ -1,13 +1,21 @@
-"""The run log: one JSON object per logged step in ``train_log.jsonl``, and TensorBoard when installed.
+"""The run log: one JSON object per logged step in ``train_log.jsonl``, mirrored to the trackers asked for.
 
 A record holds ``step``, ``epoch``, ``loss`` (the weighted total), ``loss/<part>`` for every loss part,
 ``lr``, ``samples_per_s``, ``grad_norm`` and, when the step was evaluated, ``eval/<metric>``.
 Each line is flushed at once, so other processes (``contrastext plot``, tests) can follow a live run.
 On resume, :meth:`RunLogger.truncate_after` drops the lines written after the checkpoint.
 
+The JSONL file is the source of truth. ``train.report_to`` (``tensorboard``, ``wandb``) adds trackers, built
+with Accelerate's tracker classes (``accelerate.tracking``): every numeric field of every record goes to each
+of them at the record's step, and the flattened config is stored as the run's hyper-parameters. A tracker
+whose package is missing is a one-line warning naming the extra to install; the run goes on with the JSONL
+log. TensorBoard writes into ``<output_dir>/tensorboard/``; Weights & Biases uses the project
+``$WANDB_PROJECT`` (default ``contrastext``), writes its files under ``<output_dir>`` and follows
+``$WANDB_MODE`` (``offline`` or ``disabled`` keep it off the network).
+
 Example::
 
-    >>> logger = RunLogger("runs/simcse")
+    >>> logger = RunLogger("runs/simcse", report_to=["tensorboard"])
     >>> logger.log({"step": 10, "epoch": 0, "loss": 1.2, "loss/infonce": 1.2, "lr": 3e-5})
     >>> read_log("runs/simcse/train_log.jsonl")[0]["loss"]
     1.2
@@ -15,15 +23,27 @@ Example::
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import math
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from contrastext.runtime.run_log import LOG_NAME, read_log
 
 logger = logging.getLogger("contrastext.training")
+
+TENSORBOARD_FOLDER = "tensorboard"
+WANDB_DEFAULT_PROJECT = "contrastext"
+
+# tracker name -> (the modules that provide it, the pip extra that installs it)
+TRACKER_PACKAGES: dict[str, tuple[tuple[str, ...], str]] = {
+    "tensorboard": (("tensorboard", "tensorboardX"), "tensorboard"),
+    "wandb": (("wandb",), "wandb"),
+}
 
 
 def _clean(value):
@@ -33,27 +53,80 @@ def _clean(value):
     return value
 
 
-class RunLogger:
-    """Appends records to ``<output_dir>/train_log.jsonl`` and mirrors scalars to TensorBoard."""
+def tracker_installed(name: str) -> bool:
+    """Whether a package providing tracker ``name`` can be imported."""
+    modules, _ = TRACKER_PACKAGES[name]
+    return any(importlib.util.find_spec(module) is not None for module in modules)
 
-    def __init__(self, output_dir: str | os.PathLike, tensorboard: bool = True, enabled: bool = True) -> None:
+
+def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, bool | int | float | str | None]:
+    """A nested config as ``{"train.lr": 3e-05, ...}`` with scalar values (lists as their JSON text), the form
+    trackers take as hyper-parameters."""
+    flat: dict[str, bool | int | float | str | None] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten_config(value, name + "."))
+        elif value is None or isinstance(value, bool | int | float | str):
+            flat[name] = value
+        else:
+            flat[name] = json.dumps(value, default=str)
+    return flat
+
+
+def make_tracker(name: str, output_dir: Path):
+    """Accelerate's tracker ``name``, started (Accelerate >= 1.2 separates construction and ``start``)."""
+    from accelerate import tracking
+
+    run_name = output_dir.resolve().name or "run"
+    if name == "tensorboard":
+        tracker = tracking.TensorBoardTracker(TENSORBOARD_FOLDER, output_dir)  # -> <output_dir>/tensorboard
+    elif name == "wandb":
+        project = os.environ.get("WANDB_PROJECT", WANDB_DEFAULT_PROJECT)
+        tracker = tracking.WandBTracker(project, name=run_name, dir=str(output_dir))
+    else:  # the config's Literal keeps other names out
+        raise ValueError(f"unknown tracker {name!r}")
+    if hasattr(tracker, "start"):
+        tracker.start()
+    return tracker
+
+
+class RunLogger:
+    """Appends records to ``<output_dir>/train_log.jsonl`` and mirrors numeric fields to the trackers."""
+
+    def __init__(
+        self,
+        output_dir: str | os.PathLike,
+        report_to: Iterable[str] = (),
+        enabled: bool = True,
+        config: Mapping[str, Any] | None = None,
+        tensorboard: bool | None = None,
+    ) -> None:
+        """``tensorboard`` is the old flag: True adds it to ``report_to``, False removes it."""
+        report_to = [name for name in report_to if not (tensorboard is False and name == "tensorboard")]
+        if tensorboard:
+            report_to.append("tensorboard")
         self.path = Path(output_dir) / LOG_NAME
         self.enabled = enabled
-        self.writer = None
+        self.trackers: list = []
         if not enabled:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if tensorboard:
-            self.writer = self._tensorboard(Path(output_dir) / "tensorboard")
-
-    @staticmethod
-    def _tensorboard(folder: Path):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            logger.info("TensorBoard is not installed: logging to %s only", LOG_NAME)
-            return None
-        return SummaryWriter(log_dir=str(folder))
+        for name in dict.fromkeys(report_to):  # in order, once each
+            if not tracker_installed(name):
+                extra = TRACKER_PACKAGES[name][1]
+                logger.warning(
+                    "train.report_to asks for %s, but it is not installed: nothing is sent to it, the run logs to "
+                    "%s only (pip install 'contrastext[%s]')",
+                    name,
+                    self.path,
+                    extra,
+                )
+                continue
+            tracker = make_tracker(name, self.path.parent)
+            if config is not None:
+                tracker.store_init_configuration(flatten_config(config))
+            self.trackers.append(tracker)
 
     def log(self, record: dict) -> None:
         """Append one record (must hold ``step``)."""
@@ -65,11 +138,14 @@ class RunLogger:
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
             handle.flush()
-        if self.writer is not None:
-            for key, value in record.items():
-                if key != "step" and isinstance(value, int | float) and not isinstance(value, bool):
-                    self.writer.add_scalar(key, value, record["step"])
-            self.writer.flush()
+        if self.trackers:
+            scalars = {
+                key: value
+                for key, value in record.items()
+                if key != "step" and isinstance(value, int | float) and not isinstance(value, bool)
+            }
+            for tracker in self.trackers:
+                tracker.log(scalars, step=record["step"])
 
     def truncate_after(self, step: int) -> None:
         """Drop the records of steps after ``step`` (written after the checkpoint a run resumes from)."""
@@ -81,6 +157,7 @@ class RunLogger:
         os.replace(temporary, self.path)
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        """Finish every tracker (flush and close TensorBoard's writer, end the W&B run)."""
+        trackers, self.trackers = self.trackers, []
+        for tracker in trackers:
+            tracker.finish()

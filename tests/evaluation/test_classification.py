@@ -60,3 +60,17 @@ def test_max_train_leaving_one_class_says_so(sst2_root):
 def test_a_balanced_train_file_still_works(sst2_root):
     write_train(sst2_root, [(f"good film {i}", 1) for i in range(10)] + [(f"bad movie {i}e", 0) for i in range(10)])
     assert evaluate_classification(encode, "sst2", sst2_root)["n"] == 20
+
+
+def test_f1_follows_the_tasks_class_count_not_the_classes_present():
+    """A 3-class task whose evaluation rows hold only classes 0 and 1 still gets macro F1 (sklearn's definition)."""
+    from sklearn.metrics import f1_score
+
+    from contrastext.evaluation.classification import classification_scores
+
+    predictions, labels = np.array([0, 1, 1, 1, 1]), np.array([0, 1, 0, 0, 1])
+    three = classification_scores(predictions, labels, num_classes=3)
+    two = classification_scores(predictions, labels, num_classes=2)
+    assert three["f1"] == pytest.approx(100 * f1_score(labels, predictions, average="macro", labels=[0, 1]))
+    assert two["f1"] == pytest.approx(100 * f1_score(labels, predictions, average="binary"))
+    assert three["f1"] != two["f1"]

@@ -70,3 +70,103 @@ def test_command_prints_the_paths(tmp_path):
     result = CliRunner().invoke(get_group(app), ["plot", str(tmp_path)])  # a group even if alone
     assert result.exit_code == 0, result.output
     assert str(tmp_path / "plots" / "losses.png") in result.output
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Multi-seed folders and comparisons
+
+
+def _write_config(folder, metric="stsb_dev_spearman", greater_is_better=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text(
+        f"train:\n  metric_for_best: {metric}\n  greater_is_better: {str(greater_is_better).lower()}\n"
+    )
+
+
+def _eval_log(folder, values, start=None):
+    """Evaluations at steps 10, 20, ... with the given values (and an optional step-0 evaluation)."""
+    records = [{"step": 0, "eval/stsb_dev_spearman": start}] if start is not None else []
+    records += [
+        {"step": 10 * (i + 1), "loss": 1.0 / (i + 1), "eval/stsb_dev_spearman": v, "eval/score": v}
+        for i, v in enumerate(values)
+    ]
+    _write_log(folder, records)
+
+
+def test_a_multi_seed_folder_is_plotted_as_mean_and_band(tmp_path):
+    from contrastext.evaluation.plots import load_run_group, mean_band
+
+    _eval_log(tmp_path / "seed-2", [60.0, 70.0])
+    _eval_log(tmp_path / "seed-10", [62.0, 74.0, 80.0])  # a longer run: the last step has one seed
+    _eval_log(tmp_path / "seed-1", [58.0, 66.0])
+    group = load_run_group(tmp_path)
+    assert group.seeds == ["seed-1", "seed-2", "seed-10"]
+    steps, means, stds = mean_band(group, "eval/stsb_dev_spearman")
+    assert steps == [10, 20, 30]
+    assert means == pytest.approx([60.0, 70.0, 80.0])
+    assert stds == pytest.approx([2.0, 4.0, 0.0])
+    paths = plot_run(tmp_path)
+    assert [p.name for p in paths] == ["losses.png", "eval.png"]
+    assert all(p.parent == tmp_path / "plots" for p in paths)
+
+
+def test_a_folder_without_a_log_names_the_runs_below_it(tmp_path):
+    _write_log(tmp_path / "finetune-sst2" / "seed-1", [{"step": 1, "loss": 1.0}])
+    with pytest.raises(MissingDataError, match=r"no training log at .*runs below it: .*finetune-sst2"):
+        plot_run(tmp_path)
+
+
+def test_best_is_the_step_the_trainer_selects():
+    from contrastext.evaluation.plots import best_step
+
+    records = [{"step": 0, "eval/m": 99.0}, {"step": 5, "eval/m": 3.0}, {"step": 10, "eval/m": 5.0},
+               {"step": 15, "eval/m": 5.0}]  # fmt: skip
+    assert best_step(records, "m") == 10  # step 0 never counts; a tie keeps the first
+    assert best_step(records, "m", greater_is_better=False) == 5
+    assert best_step(records, None) is None and best_step(records, "other") is None
+
+
+def test_compare_runs_draws_one_panel_per_metric_and_summarises(tmp_path):
+    from contrastext.evaluation.plots import compare_runs
+
+    _eval_log(tmp_path / "a", [70.0, 75.0, 72.0], start=50.0)
+    _write_config(tmp_path / "a")
+    _eval_log(tmp_path / "b", [60.0, 65.0])  # no config.yaml: no selection
+    for seed, values in ((1, [80.0, 84.0]), (2, [82.0, 81.0])):
+        _eval_log(tmp_path / "c" / f"seed-{seed}", values)
+        _write_config(tmp_path / "c" / f"seed-{seed}")
+    out = tmp_path / "out" / "compare.png"
+    path, groups, table = compare_runs([tmp_path / "a", tmp_path / "b", tmp_path / "c"], out)
+    assert path == out and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [g.name for g in groups] == ["a", "b", "c"]
+    assert list(table) == ["stsb_dev_spearman"]  # the score alias is left out
+    a, b, c = (table["stsb_dev_spearman"][name] for name in "abc")
+    assert (a.last, a.best) == (72.0, 75.0)
+    assert (b.last, b.best) == (65.0, None)
+    assert c.seeds == 2 and c.last == pytest.approx(82.5) and c.best == pytest.approx(83.0)
+    assert c.best_std == pytest.approx(1.41421356)
+
+
+def test_compare_runs_refuses_a_metric_no_run_logged(tmp_path):
+    from contrastext.errors import ConfigError
+    from contrastext.evaluation.plots import compare_runs
+
+    _eval_log(tmp_path / "a", [70.0])
+    with pytest.raises(ConfigError, match=r"--metric nope: not logged .*logged: score, stsb_dev_spearman"):
+        compare_runs([tmp_path / "a"], tmp_path / "c.png", ["nope"])
+    _, _, table = compare_runs([tmp_path / "a"], tmp_path / "c.png", ["eval/score"])
+    assert list(table) == ["score"]
+
+
+def test_plot_command_on_a_multi_seed_folder(tmp_path):
+    from contrastext.cli import (
+        app,
+        plot_command,  # noqa: F401  (registers the command)
+    )
+
+    _eval_log(tmp_path / "seed-1", [1.0, 2.0])
+    _eval_log(tmp_path / "seed-2", [2.0, 3.0])
+    result = CliRunner().invoke(get_group(app), ["plot", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "2 seeds (seed-1, seed-2): mean ± std" in result.output
+    assert str(tmp_path / "plots" / "eval.png") in result.output

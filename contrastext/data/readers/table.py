@@ -4,21 +4,27 @@ Examples::
 
     read_table("pairs.csv", text_columns=["question", "answer"])                  # unlabelled pairs
     read_table("reviews.tsv", text_columns=["text"], label_column="stars")        # int labels
+    read_table("reviews.csv", text_columns=["text"], label_column="sentiment", label_type="str")  # "pos", "neg"
     read_table("sts.jsonl", text_columns=["s1", "s2"], label_column="score", label_type="float")
     read_table("nli.csv", text_columns=["premise", "hypothesis"], label_column="gold",
                label_names={"entailment": 0, "neutral": 1, "contradiction": 2})
+    table_columns("reviews.jsonl")     # TableColumns(names=['id', 'text', 'stars'], texts=['text'])
+
+The same row logic serves any source of records (``read_records``: the rows of a Hugging Face dataset).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from contrastext.data.examples import Example
 from contrastext.data.readers.lines import (
     ExampleList,
+    LabelParser,
     OnBadLabel,
     PathLike,
     iter_csv_rows,
@@ -27,6 +33,7 @@ from contrastext.data.readers.lines import (
     parse_float,
     parse_int_label,
     parse_named_label,
+    require_file,
     require_text,
     source,
 )
@@ -34,7 +41,17 @@ from contrastext.data.readers.tabular import read_columns
 from contrastext.errors import DataFormatError
 
 TableFormat = Literal["csv", "tsv", "jsonl"]
+LabelType = Literal["int", "float", "str"]
 FORMAT_BY_SUFFIX: dict[str, TableFormat] = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+
+
+@dataclass(frozen=True)
+class TableColumns:
+    """The columns of a table in file order (``names``), and those that hold text (``texts``): every column
+    of a CSV / TSV, the keys of a JSONL file's first object whose value is a string."""
+
+    names: list[str]
+    texts: list[str]
 
 
 def read_table(
@@ -43,7 +60,7 @@ def read_table(
     label_column: str | None = None,
     *,
     file_format: TableFormat | None = None,
-    label_type: Literal["int", "float"] = "int",
+    label_type: LabelType = "int",
     label_names: Mapping[str, int] | None = None,
     on_bad_label: OnBadLabel = "raise",
 ) -> ExampleList:
@@ -52,16 +69,17 @@ def read_table(
     - ``file_format``: "csv" (comma, CSV quoting), "tsv" (TAB, CSV quoting) or "jsonl" (one JSON
       object a line); by default from the suffix (.csv, .tsv, .jsonl/.json).
     - CSV/TSV files need a header row naming the columns; JSONL objects are looked up by key.
-    - Labels: ``label_names`` maps strings to class indices; else ``label_type`` "int" or "float".
-      No ``label_column`` means unlabelled examples. A bad label raises (``on_bad_label="skip"``
-      skips the row and records it in ``skipped_sources``).
+    - Labels: ``label_names`` maps strings to class indices; else ``label_type`` "int", "float" or "str"
+      (the label's text, stripped: string labels mapped to classes later). No ``label_column`` means
+      unlabelled examples; a ``label_column`` the file lacks is an error. A bad label raises
+      (``on_bad_label="skip"`` skips the row and records it in ``skipped_sources``).
     """
     if not text_columns:
         raise ValueError("text_columns must name at least one column")
     file_format = file_format or _format_from_suffix(path)
     parse_label = _label_parser(label_type, label_names)
     if file_format == "jsonl":
-        return _read_jsonl(path, text_columns, label_column, parse_label, on_bad_label)
+        return read_records(path, _iter_json_objects(path), text_columns, label_column, parse_label, on_bad_label)
     delimiter = "," if file_format == "csv" else "\t"
     examples = read_columns(
         path,
@@ -70,30 +88,45 @@ def read_table(
         label_column=label_column,
         parse_label=parse_label,
         on_bad_label=on_bad_label,
+        require_label=True,
     )
     return examples
 
 
-def _format_from_suffix(path: PathLike) -> TableFormat:
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMAT_BY_SUFFIX:
-        raise ValueError(f"cannot tell the format of {path} from its suffix; pass file_format='csv', 'tsv' or 'jsonl'")
-    return FORMAT_BY_SUFFIX[suffix]
+def table_columns(path: PathLike, file_format: TableFormat | None = None) -> TableColumns:
+    """The header of a CSV / TSV file, or the keys of a JSONL file's first object (see :class:`TableColumns`).
+
+    An empty file (or one holding blank lines only) is a DataFormatError naming it."""
+    file_format = file_format or _format_from_suffix(path)
+    if file_format == "jsonl":
+        first = next(_iter_json_objects(path), None)
+        if first is None:
+            raise DataFormatError(path, None, "the file is empty")
+        record = first[1]
+        return TableColumns(list(record), [key for key, value in record.items() if isinstance(value, str)])
+    first_row = next(iter_csv_rows(path, delimiter="," if file_format == "csv" else "\t"), None)
+    if first_row is None:
+        raise DataFormatError(path, None, "the file is empty")
+    line, fields = first_row
+    names = [name.strip() for name in fields]
+    empty = [position + 1 for position, name in enumerate(names) if not name]
+    if empty or len(set(names)) != len(names):
+        problem = f"column {empty[0]} has no name" if empty else "two columns have the same name"
+        raise DataFormatError(path, line, f"expected a header row naming every column; {problem} in {fields!r}")
+    return TableColumns(names, list(names))
 
 
-def _label_parser(label_type: str, label_names: Mapping[str, int] | None):
-    if label_names is not None:
-        return lambda p, line, value, column: parse_named_label(p, line, value, column, label_names)
-    if label_type == "int":
-        return parse_int_label
-    if label_type == "float":
-        return parse_float
-    raise ValueError(f"label_type must be 'int' or 'float', not {label_type!r}")
-
-
-def _read_jsonl(path, text_columns, label_column, parse_label, on_bad_label) -> ExampleList:
+def read_records(
+    path: PathLike,
+    records: Iterable[tuple[int, Mapping]],
+    text_columns: Sequence[str],
+    label_column: str | None,
+    parse_label: LabelParser,
+    on_bad_label: OnBadLabel = "raise",
+) -> ExampleList:
+    """Examples from ``(line, record)`` pairs of mappings (JSONL objects, dataset rows); errors name ``path:line``."""
     examples = ExampleList()
-    for line, record in _iter_json_objects(path):
+    for line, record in records:
         if label_column is not None and label_column in record:
             try:
                 label = parse_label(path, line, _as_text(path, line, record[label_column], label_column), label_column)
@@ -115,13 +148,46 @@ def _read_jsonl(path, text_columns, label_column, parse_label, on_bad_label) -> 
     return log_skipped(path, examples)
 
 
+def parse_str_label(path: PathLike, line: int, value: str, column: str) -> str:
+    """A label's text without surrounding whitespace; an empty label is an error."""
+    text = value.strip()
+    if not text:
+        raise DataFormatError(path, line, f"column {column!r}: empty label")
+    return text
+
+
+def _format_from_suffix(path: PathLike) -> TableFormat:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMAT_BY_SUFFIX:
+        raise ValueError(f"cannot tell the format of {path} from its suffix; pass file_format='csv', 'tsv' or 'jsonl'")
+    return FORMAT_BY_SUFFIX[suffix]
+
+
+def _label_parser(label_type: str, label_names: Mapping[str, int] | None) -> LabelParser:
+    if label_names is not None:
+        return lambda p, line, value, column: parse_named_label(p, line, value, column, label_names)
+    if label_type == "int":
+        return parse_int_label
+    if label_type == "float":
+        return parse_float
+    if label_type == "str":
+        return parse_str_label
+    raise ValueError(f"label_type must be 'int', 'float' or 'str', not {label_type!r}")
+
+
 def _iter_json_objects(path: PathLike) -> Iterator[tuple[int, dict]]:
+    require_file(path)
     for line, text in iter_lines(path):
         if not text.strip():
             continue
         try:
             record = json.loads(text)
         except json.JSONDecodeError as error:
+            if text.lstrip().startswith("["):
+                raise DataFormatError(
+                    path, line, "a JSON array: write one JSON object a line (JSON Lines), or read the file with "
+                    "data.dataset (Hugging Face datasets)"
+                ) from None
             raise DataFormatError(path, line, f"invalid JSON: {error.msg} at column {error.colno}") from None
         if not isinstance(record, dict):
             raise DataFormatError(path, line, f"expected a JSON object, found {type(record).__name__}")

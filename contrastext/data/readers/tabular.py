@@ -36,8 +36,12 @@ def read_columns(
     headerless_columns: Sequence[str] | None = None,
     repair: RowRepair | None = None,
     on_bad_label: OnBadLabel = "raise",
+    require_label: bool = False,
 ) -> ExampleList:
     """Turn ``(line, fields)`` rows into Examples, checking the column count of every row.
+
+    A ``label_column`` the header lacks gives unlabelled examples (GLUE test files), or, with
+    ``require_label``, a DataFormatError naming the header (a user's table).
 
     ``parse_label(path, line, value, column)`` returns the label, or None for an "unlabelled" marker;
     it raises DataFormatError for a bad one, which ``on_bad_label="skip"`` turns into a recorded skip.
@@ -50,6 +54,10 @@ def read_columns(
         raise DataFormatError(path, None, "the file is empty")
     header, data_rows = _header_and_rows(path, first, rows, text_columns, headerless_columns)
     text_index = [header.index(name) for name in text_columns]
+    if require_label and label_column is not None and label_column not in header:
+        raise DataFormatError(
+            path, first[0], f"no column {label_column!r} in the header; the columns are {', '.join(header)}"
+        )
     label_index = header.index(label_column) if label_column is not None and label_column in header else None
 
     examples = ExampleList()

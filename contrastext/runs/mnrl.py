@@ -1,0 +1,34 @@
+"""Recipe ``mnrl``: multiple-negatives ranking fine-tuning of a sentence-transformers model on the user's pairs.
+
+The method is :class:`contrastext.methods.simcse.SimCSE` (supervised: ``(anchor, positive[, hard_negative])``
+rows, one forward pass) with InfoNCE at τ = 0.05, i.e. sentence-transformers' ``MultipleNegativesRankingLoss``
+with its scale 20; the arguments are :class:`contrastext.methods.mnrl.MNRLArgs`. The encoder is the model as it
+is (pooling, Dense, normalisation and ``max_seq_length`` kept; see :func:`contrastext.runs.encoders.build_encoder`).
+Without a data source in the recipe or on the command line it trains on the registry's NLI triplets.
+
+Example::
+
+    >>> config = load_config(recipe_path("mnrl"), ["data.path=pairs.csv", "train.max_steps=3"])
+    >>> summary = run_recipe(config)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contrastext.methods.mnrl import MNRLArgs
+from contrastext.runs.registry import RunSpec
+from contrastext.runs.simcse import build_simcse
+from contrastext.runs.stages import MethodBundle
+from contrastext.training.config import TrainConfig
+
+DEFAULT_TASK = "nli-triplets"
+
+
+def build(config: TrainConfig, args: MNRLArgs, data_root: Path | None) -> MethodBundle:
+    """The user's pairs (``data.path`` / ``data.dataset``; default the NLI triplets), the model as it is,
+    InfoNCE with scale 1/τ = 20."""
+    return build_simcse(config, args, data_root, supervised=True, default_task=DEFAULT_TASK)
+
+
+SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build)

@@ -1,0 +1,291 @@
+"""Every recipe on the user's own data, through ``contrastext train`` (in-process): pair files in csv, tsv and
+jsonl (supervised SimCSE), sentences in txt and jsonl (unsupervised SimCSE), a labelled CSV with string labels
+and 3 classes (SCL, RECLAIM), a local ``datasets`` folder, ``--set data.path`` over a recipe's task, two
+sources at one level, and bad rows named by file and line. No data root: none of these reads a registry task.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import contrastext.cli.train_command  # noqa: F401  (registers the command)
+from contrastext.errors import ConfigError
+from tests.cli.cli_runs import run
+
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
+
+QUIET = [
+    "train.epochs=null",
+    "train.max_steps=2",
+    "train.batch_size=4",
+    "train.save_every=null",
+    "train.log_every=1",
+    "train.progress_bar=false",
+    "train.tensorboard=false",
+]
+LABELS = ("bad", "ok", "good")
+
+
+@pytest.fixture(autouse=True)
+def no_data_root(monkeypatch):
+    """Own data needs no benchmark data root: none is given, and $CONTRASTEXT_DATA is unset."""
+    monkeypatch.delenv("CONTRASTEXT_DATA", raising=False)
+
+
+def train(capsys, recipe: str, output: Path, *overrides: str) -> tuple[int, str, str]:
+    argv = ["train", recipe, "--output", str(output)]
+    for override in overrides:
+        argv += ["--set", override]
+    return run(argv, capsys)
+
+
+def one_line_error(code: int, stderr: str) -> str:
+    assert code == 2, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    return lines[0]
+
+
+def report(output: Path) -> dict:
+    return json.loads((output / "metrics.json").read_text())["report"]
+
+
+PAIRS = [(f"question {i}, with a comma", f"answer {i}", f"a wrong answer {i}") for i in range(12)]
+
+
+def write_pairs(folder: Path, suffix: str) -> Path:
+    path = folder / f"pairs{suffix}"
+    if suffix == ".csv":
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["question", "answer", "hard"])
+            writer.writerows(PAIRS)
+    elif suffix == ".tsv":
+        path.write_text("question\tanswer\thard\n" + "".join("\t".join(row) + "\n" for row in PAIRS), encoding="utf-8")
+    else:
+        lines = [json.dumps({"id": i, "question": q, "answer": a, "hard": h}) for i, (q, a, h) in enumerate(PAIRS)]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_reviews(path: Path, rows: int = 30, offset: int = 0) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        for i in range(offset, offset + rows):
+            writer.writerow([f"review {i}: the film was {LABELS[i % 3]}", LABELS[i % 3]])
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_simcse_sup_trains_on_a_pair_file(tmp_path, tiny_bert_path, capsys, suffix):
+    path = write_pairs(tmp_path, suffix)
+    output = tmp_path / "run"
+    code, _, stderr = train(
+        capsys, "simcse-sup", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+        "train.metric_for_best=null",
+    )
+    assert code == 0, stderr
+    data = report(output)["data"]
+    assert data == {"source": "data.path", "train": str(path), "columns": ["question", "answer", "hard"],
+                    "n_rows": 12, "n_train": 12}
+    saved = yaml.safe_load((output / "config.yaml").read_text())["data"]
+    assert saved["path"] == str(path) and saved["task"] is None  # the recipe's nli-triplets was replaced
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+def test_simcse_unsup_reads_the_sentences_not_raw_json(tmp_path, tiny_bert_path, capsys, suffix):
+    sentences = [f"sentence number {i} of my corpus" for i in range(10)]
+    path = tmp_path / f"corpus{suffix}"
+    if suffix == ".txt":
+        path.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    else:
+        path.write_text("".join(json.dumps({"id": i, "text": s}) + "\n" for i, s in enumerate(sentences)), encoding="utf-8")
+    output = tmp_path / "run"
+    code, _, stderr = train(
+        capsys, "simcse-unsup", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+        "train.metric_for_best=null",
+    )
+    assert code == 0, stderr
+    assert report(output)["data"]["n_train"] == 10
+    if suffix == ".jsonl":
+        assert report(output)["data"]["columns"] == ["text"]
+
+    from contrastext.runs.data import load_training_examples
+    from contrastext.training.config import load_config
+
+    config = load_config(output / "config.yaml")
+    assert [example.texts for example in load_training_examples(config, None, "wiki1m")] == [(s,) for s in sentences]
+
+
+def test_simcse_unsup_reads_the_named_column_of_a_csv(tmp_path, tiny_bert_path, capsys):
+    path = tmp_path / "docs.csv"
+    path.write_text("title,body\n" + "".join(f"t{i},body text {i}\n" for i in range(8)), encoding="utf-8")
+    output = tmp_path / "run"
+    common = [*QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]", "train.metric_for_best=null"]
+    message = one_line_error(*train(capsys, "simcse-unsup", output, *common)[::2])
+    assert "docs.csv has the text columns title, body" in message and "data.columns.text" in message
+    code, _, stderr = train(capsys, "simcse-unsup", output, *common, "data.columns.text=body")
+    assert code == 0, stderr
+    assert report(output)["data"]["columns"] == ["body"]
+
+
+def test_scl_recipe_trains_on_a_labelled_csv_given_with_set(tmp_path, tiny_bert_path, capsys):
+    """`--set data.path=reviews.csv` on recipes/scl.yaml (data.task: sst2) trains on reviews.csv: string labels,
+    3 classes, a seeded 20 % holdout split into validation and test, no data root."""
+    path = write_reviews(tmp_path / "reviews.csv")
+    output = tmp_path / "scl"
+    code, stdout, stderr = train(
+        capsys, "scl", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "method_args.seeds=[1]",
+        "train.eval_every=2",
+    )
+    assert code == 0, stderr
+    assert "reviews_test_accuracy" in stdout
+    draw = json.loads((output / "seed-1" / "metrics.json").read_text())
+    described = draw["report"]
+    assert described["task"] == "reviews" and described["source"] == "data.path"
+    assert described["label_names"] == ["bad", "good", "ok"]
+    assert described["train"].startswith(str(path)) and "20% holdout (seed 0)" in described["train"]
+    assert described["n_train"] == 20  # the recipe's data.few_shot: 20 of the 24 rows left after the holdout
+    assert described["n_validation"] + described["n_test"] == 6
+    assert "reviews_validation_accuracy" in draw["metrics"] and "reviews_test_accuracy" in described["test_metrics"]
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["task"] == str(path)
+    saved = yaml.safe_load((output / "seed-1" / "config.yaml").read_text())
+    assert saved["data"]["task"] is None and saved["data"]["path"] == str(path) and saved["eval"]["tasks"] == []
+
+
+def test_the_classifier_has_one_output_per_class_and_the_label_names(tmp_path, tiny_bert_path):
+    from contrastext.runs.registry import get_run_spec
+    from contrastext.runs.scl import build
+    from contrastext.training.config import load_config
+
+    path = write_reviews(tmp_path / "reviews.csv")
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "scl.yaml"
+    config = load_config(recipe, [f"model={tiny_bert_path}", f"data.path={path}", f"output_dir={tmp_path / 'o'}"])
+    args = config.method_args_as(get_run_spec("scl").args_model)
+    bundle = build(config, args, None)
+    assert bundle.method.label_names == ["bad", "good", "ok"]
+    assert bundle.method.head.linear.out_features == 3
+
+    numbered = tmp_path / "stars.csv"
+    numbered.write_text("text,stars\n" + "".join(f"t{i},{i % 3 + 1}\n" for i in range(30)), encoding="utf-8")
+    config = load_config(recipe, [f"model={tiny_bert_path}", f"data.path={numbered}", "data.columns.label=stars",
+                                  "data.label_names=[3, 2, 1, 0]", f"output_dir={tmp_path / 'o2'}"])
+    bundle = build(config, args, None)
+    assert bundle.method.label_names == ["3", "2", "1", "0"]  # the order given; 4 classes although 0 never occurs
+    assert bundle.method.head.linear.out_features == 4
+    assert {example.label for example in bundle.train_examples} <= {0, 1, 2}
+
+
+def test_reclaim_trains_on_string_labels_with_an_evaluation_file(tmp_path, tiny_bert_path, capsys):
+    train_path = write_reviews(tmp_path / "reviews.csv", rows=12)
+    dev_path = write_reviews(tmp_path / "reviews-dev.csv", rows=6, offset=100)
+    output = tmp_path / "reclaim"
+    common = [*QUIET, f"model={tiny_bert_path}", f"data.path={train_path}", "method_args.k=2"]
+    code, _, stderr = train(capsys, "reclaim", output, *common, f"data.eval_path={dev_path}")
+    assert code == 0, stderr
+    summary = json.loads((output / "metrics.json").read_text())
+    assert summary["report"]["eval"] == str(dev_path) and summary["report"]["n_train"] == 12
+    assert summary["report"]["label_names"] == ["bad", "good", "ok"] and "reviews_eval_accuracy" in summary["metrics"]
+
+    unseen = tmp_path / "unseen.csv"
+    unseen.write_text("text,label\nfine,good\nwhat now,terrible\n", encoding="utf-8")
+    message = one_line_error(*train(capsys, "reclaim", tmp_path / "r2", *common, f"data.eval_path={unseen}")[::2])
+    assert f"{unseen}:3: label 'terrible' was not seen in the training data" in message
+
+
+def test_a_local_datasets_folder(tmp_path, tiny_bert_path, capsys):
+    datasets = pytest.importorskip("datasets")
+
+    def split(rows: int, offset: int = 0):
+        texts = [f"review {i}: it was {LABELS[i % 3]}" for i in range(offset, offset + rows)]
+        return datasets.Dataset.from_dict({"text": texts, "label": [LABELS[i % 3] for i in range(offset, offset + rows)]})
+
+    folder = tmp_path / "reviews-ds"
+    datasets.DatasetDict({"train": split(12), "validation": split(6, 50)}).save_to_disk(str(folder))
+    output = tmp_path / "run"
+    code, _, stderr = train(
+        capsys, "reclaim", output, *QUIET, f"model={tiny_bert_path}", f"data.dataset={folder}",
+        "data.eval_split=validation", "method_args.k=2",
+    )
+    assert code == 0, stderr
+    summary = json.loads((output / "metrics.json").read_text())
+    assert summary["report"]["train"] == f"{folder}[train]" and summary["report"]["eval"] == f"{folder}[validation]"
+    assert "reviews-ds_validation_accuracy" in summary["metrics"]
+
+    pairs = tmp_path / "pairs-ds"
+    datasets.Dataset.from_dict({"anchor": [q for q, _, _ in PAIRS], "positive": [a for _, a, _ in PAIRS]}).save_to_disk(
+        str(pairs)
+    )
+    code, _, stderr = train(
+        capsys, "simcse-sup", tmp_path / "sup", *QUIET, f"model={tiny_bert_path}", f"data.dataset={pairs}",
+        "eval.tasks=[]", "train.metric_for_best=null",
+    )
+    assert code == 0, stderr
+    assert report(tmp_path / "sup")["data"]["columns"] == ["anchor", "positive"]
+
+
+def test_two_sources_at_one_level_are_one_line_naming_both(tmp_path, capsys):
+    path = write_reviews(tmp_path / "reviews.csv")
+    message = one_line_error(*train(
+        capsys, "scl", tmp_path / "o", f"data.path={path}", f"data.dataset={tmp_path}",
+    )[::2])
+    assert "data.path" in message and "data.dataset" in message and "reviews.csv" in message
+
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "scl.yaml"
+    raw = yaml.safe_load(recipe.read_text())
+    raw["data"]["path"] = str(path)  # beside the recipe's data.task: sst2, in the same file
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    message = one_line_error(*train(capsys, str(mine), tmp_path / "o")[::2])
+    assert "mine.yaml" in message and "data.task ('sst2')" in message and "data.path" in message
+
+
+def test_a_bad_row_is_named_by_file_and_line(tmp_path, tiny_bert_path, capsys):
+    path = write_reviews(tmp_path / "reviews.csv", rows=6)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("a row without its label\n")
+    message = one_line_error(*train(capsys, "scl", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={path}")[::2])
+    assert f"{path}:8: expected 2 columns (text, label), found 1" in message
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"q": "a", "a": "b"}\n{"q": "c", "a": ""}\n', encoding="utf-8")
+    message = one_line_error(*train(
+        capsys, "simcse-sup", tmp_path / "p", f"model={tiny_bert_path}", f"data.path={pairs}", "eval.tasks=[]",
+    )[::2])
+    assert f"{pairs}:2: empty text in column 'a'" in message
+
+
+def test_eval_tasks_beside_a_users_file_is_an_error(tmp_path, capsys):
+    path = write_reviews(tmp_path / "reviews.csv")
+    message = one_line_error(*train(
+        capsys, "scl", tmp_path / "o", f"data.path={path}", "eval.tasks=[sst2:dev]",
+    )[::2])
+    assert "--set eval.tasks" in message and "data.eval_path" in message
+
+
+def test_multitask_refuses_a_single_source_and_capt_fine_tunes_on_its_task(tmp_path):
+    """A source is never ignored: multitask trains on data.tasks, so data.path there is an error; CAPT
+    pre-trains on the user's sentences and its fine-tuning stage reads finetune_task, not that file."""
+    from contrastext.methods.capt import CAPTArgs
+    from contrastext.methods.multitask import MultitaskArgs
+    from contrastext.runs.capt import finetune_config
+    from contrastext.runs.data import data_spec, load_multitask_data
+    from contrastext.training.config import load_config
+
+    recipes = Path(__file__).resolve().parents[2] / "recipes"
+    sentences = tmp_path / "corpus.txt"
+    sentences.write_text("one sentence\nanother one\n", encoding="utf-8")
+    config = load_config(recipes / "multitask.yaml", [f"data.path={sentences}"])
+    with pytest.raises(ConfigError, match="data.path: multitask trains on data.tasks"):
+        load_multitask_data(config, MultitaskArgs(), None)
+
+    config = load_config(recipes / "capt.yaml", [f"data.path={sentences}"])
+    assert data_spec(config).path == str(sentences) and config.data.task is None
+    tune = finetune_config(config, config.method_args_as(CAPTArgs), seed=1)
+    assert data_spec(tune).source == "task" and tune.data.task == "sst2" and tune.data.path is None
