@@ -8,16 +8,26 @@ Gao, Yao & Chen, "SimCSE: Simple Contrastive Learning of Sentence Embeddings", E
 - ``simcse-unsup`` (Eq. 4): h_i and h_i⁺ are the SAME sentence encoded twice in train mode, the two
   dropout masks being the only augmentation; there are no h⁻ terms. [CLS] pooling with SimCSE's MLP
   (Linear + tanh) in training only (``--pooler_type cls --mlp_only_train``, evaluated as
-  ``cls_before_pooler``): here ``pooling: cls`` + ``mlp: train``.
+  ``cls_before_pooler``): here ``pooling: cls`` + ``mlp: train``, written in the recipe.
 - ``simcse-sup`` (Eq. 5): (anchor, entailment, contradiction) triplets from NLI; the contradiction is a
   hard negative, ``w`` is ``hard_negative_weight`` (SimCSE's option, 0 by default), added to the logit of
   anchor i's own hard negative. SimCSE's supervised script (run_sup_example.sh) uses ``--pooler_type cls``
-  WITHOUT ``--mlp_only_train``: the MLP is kept at test time, here ``mlp: always``.
+  WITHOUT ``--mlp_only_train``: the MLP is kept at test time, here ``mlp: always``, written in the recipe.
+
+``pooling`` and ``mlp`` left unset (None) keep the model as it is: a sentence-transformers model keeps its
+pooling, Dense layers and normalisation, and no MLP is added. The recipes apply SimCSE's explicitly, and the
+run prints a ``model: pooling mean -> cls, ...`` line saying how the model changed.
 
 The batch is encoded in one forward pass ([anchors; positives; negatives] rows), as SimCSE does, so every row
 gets its own dropout mask. With several processes (``gather: true``) the embeddings of all processes are
 gathered with their gradients and every process computes the loss of the global batch (SimCSE's
 ``do_mlm``-less ``cl_forward`` gathers z1, z2, z3 the same way).
+
+Cached gradients (``train.cache_chunk: N``, :mod:`contrastext.training.grad_cache`): :meth:`SimCSE.split_batch`
+cuts the batch into chunks of N examples, each with all its views (the unsupervised twins stay in one forward,
+``[anchors; anchors]`` of the chunk, so they still get two different dropout masks); :meth:`SimCSE.embed`
+encodes a chunk and :meth:`SimCSE.loss_from_embeddings` computes the loss (gathered across processes) of the
+whole batch's embeddings. ``forward`` is exactly ``loss_from_embeddings(embed(batch), batch)``.
 
 Any pair objective of :mod:`contrastext.objectives` plugs in (``loss(anchors, positives[, negatives])``);
 the recipes build them by name with :func:`contrastext.objectives.make_objective`. How a recipe becomes this
@@ -33,6 +43,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import torch
@@ -44,6 +55,7 @@ from contrastext.data.examples import Example
 from contrastext.errors import DataFormatError
 from contrastext.negatives.distributed import all_gather_with_grad
 from contrastext.runtime.processes import is_distributed
+from contrastext.training.grad_cache import split_view_major
 from contrastext.training.method import Method
 
 MlpUse = Literal["train", "always", "none"]
@@ -59,16 +71,24 @@ class SimCSEUnsupArgs(BaseModel):
         default_factory=dict, description="keyword arguments of the objective (temperature, margin, lam, ...)"
     )
     temperature: float = Field(default=0.05, gt=0, description="τ of InfoNCE (and of dcl / hinged_dcl)")
-    pooling: str = Field(default="cls", description="cls, cls_before_pooler, mean, max, pooler, first_last_avg")
-    mlp: MlpUse = Field(default="train", description="SimCSE's MLP: training only, always, or none")
+    pooling: str | None = Field(
+        default=None,
+        description="cls, cls_before_pooler, mean, max, pooler, first_last_avg; None keeps the model's own "
+        "(a sentence-transformers folder's pooling, mean for a plain Hugging Face model). The recipes write "
+        "SimCSE's cls explicitly",
+    )
+    mlp: MlpUse | None = Field(
+        default=None,
+        description="SimCSE's MLP: train (a new MLP in training only), always (kept at inference), none; None "
+        "adds no MLP and keeps the model's own layers. The recipes write SimCSE's choice explicitly",
+    )
     symmetric: bool = Field(default=False, description="also the positives -> anchors direction")
     gather: bool = Field(default=True, description="gather candidates across processes (world size > 1)")
 
 
 class SimCSESupArgs(SimCSEUnsupArgs):
-    """``method_args`` of ``simcse-sup``: the MLP is kept at inference by default, hard negatives weighed."""
+    """``method_args`` of ``simcse-sup``: hard negatives weighed (the recipe keeps SimCSE's MLP at inference)."""
 
-    mlp: MlpUse = Field(default="always", description="SimCSE's MLP: training only, always, or none")
     hard_negative_weight: float = Field(default=0.0, description="added to each anchor's own hard-negative logit")
 
 
@@ -111,27 +131,43 @@ class SimCSE(Method):
                         f"triplets, all of one kind; got {len(example.texts)} texts after {views}-text examples",
                     )
             texts = [example.texts[view] for view in range(views) for example in examples]
-            batch = tokenize(self.encoder.tokenizer, texts, self.encoder.max_seq_length, special_tokens_mask=False)
+            batch = tokenize(self.encoder.tokenizer, texts, self.encoder.train_max_length, special_tokens_mask=False)
         else:
             views = 2  # dropout twins: the same tokens twice, two dropout masks
             once = tokenize(
-                self.encoder.tokenizer, [example.texts[0] for example in examples], self.encoder.max_seq_length,
+                self.encoder.tokenizer, [example.texts[0] for example in examples], self.encoder.train_max_length,
                 special_tokens_mask=False,
             )
             batch = {name: torch.cat([tensor, tensor], dim=0) for name, tensor in once.items()}
         batch["views"] = views
         return batch
 
-    def embed_views(self, batch: dict) -> list[Tensor]:
-        """The batch's embeddings split per view: ``[anchors, positives(, negatives)]``, each (B, d)."""
+    supports_cached_gradients = True
+
+    def split_batch(self, batch: dict, chunk_size: int) -> list[dict]:
+        """Chunks of at most ``chunk_size`` examples, each holding all views of its examples (view-major rows,
+        as :meth:`collate` lays them out), trimmed to the chunk's longest row."""
+        return split_view_major(batch, int(batch["views"]), chunk_size)
+
+    def embed(self, batch: dict) -> list[Tensor]:
+        """The batch's embeddings split per view: ``[anchors, positives(, negatives)]``, each (B, d); one
+        encoder forward for all rows, so every row (each twin too) gets its own dropout mask."""
         embedding = self.encoder(**encoder_inputs(batch)).embedding
         return list(embedding.chunk(int(batch["views"]), dim=0))
 
-    def forward(self, batch: dict) -> dict[str, Tensor]:
-        views = self.embed_views(batch)
+    def embed_views(self, batch: dict) -> list[Tensor]:
+        """The same as :meth:`embed` (the name the gd diagnostics and the tests use)."""
+        return self.embed(batch)
+
+    def loss_from_embeddings(self, views: Sequence[Tensor], batch: dict) -> dict[str, Tensor]:
+        """The loss part from the views' embeddings, gathered across processes with ``gather``."""
+        views = list(views)
         if self.gather and is_distributed():
             views = [all_gather_with_grad(view) for view in views]
         anchors, positives, *negatives = views
         if negatives:
             return {self.part_name: self.loss(anchors, positives, negatives[0])}
         return {self.part_name: self.loss(anchors, positives)}
+
+    def forward(self, batch: dict) -> dict[str, Tensor]:
+        return self.loss_from_embeddings(self.embed(batch), batch)

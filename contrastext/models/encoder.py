@@ -53,6 +53,7 @@ from contrastext.errors import (
 from contrastext.models.pooling import check_pooling_name, needs_hidden_states, pool
 from contrastext.models.projection import Projection, build_projection
 from contrastext.models.st_format import read_st_folder, write_st_folder
+from contrastext.models.unpadded import frozen_weights, packed_forward, pad_rows
 from contrastext.models.weights import check_backbone_weights, first_line, refused_pickle
 
 logger = logging.getLogger("contrastext.models")
@@ -256,7 +257,8 @@ class TextEncoder(nn.Module):
 
     Attributes: ``backbone`` (the HF model), ``tokenizer``, ``pooling`` (name), ``projection``
     (``Projection`` or None), ``projection_at_inference``, ``normalize`` (default of ``encode``),
-    ``max_seq_length``, ``hidden_size`` (backbone width), ``embedding_dim`` (width ``encode`` returns).
+    ``max_seq_length`` (``encode``'s truncation, saved), ``train_max_length`` (training batches' truncation, not
+    saved), ``hidden_size`` (backbone width), ``embedding_dim`` (width ``encode`` returns).
     """
 
     def __init__(
@@ -295,8 +297,13 @@ class TextEncoder(nn.Module):
             if max_seq_length is not None
             else _default_max_length(backbone, tokenizer)
         )
+        self._train_max_length: int | None = None
         parameters = inspect.signature(backbone.forward).parameters
         self._accepts_token_type_ids = "token_type_ids" in parameters
+        self.unpad = True
+        """Run BERT-family backbones on the packed real tokens (``models/unpadded.py``): the same numbers, the
+        same dropout masks, less work (``token_embeddings`` are 0 at padding positions); other backbones and
+        unpackable batches take the plain forward. ``train.unpad`` sets it for a training run."""
 
     # ------------------------------------------------------------------------------------ construction
 
@@ -421,6 +428,19 @@ class TextEncoder(nn.Module):
         return self.hidden_size
 
     @property
+    def train_max_length(self) -> int:
+        """Truncation of training batches (methods' ``collate``): a recipe's ``data.max_length``, set by
+        ``runs.encoders.build_encoder``; ``max_seq_length`` when unset. Never saved: the saved model keeps
+        ``max_seq_length``, so training on short inputs does not truncate what the model encodes later."""
+        return self._train_max_length or self.max_seq_length
+
+    @train_max_length.setter
+    def train_max_length(self, value: int | None) -> None:
+        self._train_max_length = (
+            None if value is None else _check_max_length(int(value), self.position_limit, "train_max_length")
+        )
+
+    @property
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
@@ -465,7 +485,14 @@ class TextEncoder(nn.Module):
 
         hook = self.backbone.get_input_embeddings().register_forward_hook(capture)
         try:
-            output = self.backbone(**kwargs)
+            output = None
+            if self.unpad:
+                output = packed_forward(
+                    self.backbone, input_ids, attention_mask, kwargs.get("token_type_ids"),
+                    output_hidden_states=needs_hidden_states(self.pooling), output_pooler=self.pooling == "pooler",
+                )
+            if output is None:
+                output = self.backbone(**kwargs)
         finally:
             hook.remove()
         pooled = pool(self.pooling, output, attention_mask)
@@ -506,17 +533,23 @@ class TextEncoder(nn.Module):
     def _encode_sorted(self, texts: list[str], batch_size: int, normalize: bool, show_progress: bool) -> Tensor:
         if not texts:
             return torch.zeros((0, self.embedding_dim), dtype=torch.float32)
-        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)["input_ids"]]
+        # Tokenised once, unpadded: the lengths order the batches, each batch is padded from these lists.
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)
+        pad_values = {"input_ids": self.tokenizer.pad_token_id, "attention_mask": 0}
+        if self._accepts_token_type_ids and "token_type_ids" in encoded:
+            pad_values["token_type_ids"] = getattr(self.tokenizer, "pad_token_type_id", 0)
+        lengths = [len(ids) for ids in encoded["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
         device = self.device
         was_training = self.training
         self.eval()
         chunks = []
         try:
-            with torch.no_grad():
+            with torch.inference_mode(), frozen_weights(self.backbone):
                 starts = range(0, len(texts), batch_size)
                 for start in tqdm(starts, desc="encode", disable=not show_progress):
-                    batch = self.tokenize([texts[i] for i in order[start : start + batch_size]])
+                    batch = pad_rows(encoded, order[start : start + batch_size], pad_values, left)
                     embedding = self(**{name: tensor.to(device) for name, tensor in batch.items()}).embedding.float()
                     if normalize:
                         embedding = F.normalize(embedding, p=2, dim=-1)

@@ -24,6 +24,13 @@ written; a critic does see it. Fresh features are stored as given (not re-normal
 Duplicate indices in one ``update`` call: the values given for the same index are averaged first, then
 the momentum rule is applied once, so the result does not depend on the order of the rows.
 
+Changed rows (for a search index kept across steps, :class:`contrastext.negatives.search.IVFSearch`):
+``take_changed()`` returns the rows ``update`` wrote since its previous call (O(rows written), not O(size)),
+or None when that is unknown: at the first call, after a write that bypassed ``update`` (``bank.bank[i] =
+...``, ``load_state_dict``, ``.to(device)``: seen from the buffer's identity and its in-place version
+counter), or once more rows were written than the bank holds. None means "any row may have changed".
+One consumer per bank: each call forgets what it returned.
+
 Example::
 
     bank = MemoryBank(size=len(dataset), dim=384, momentum=0.5)          # rows ~ N(0, I)
@@ -71,6 +78,11 @@ class MemoryBank(nn.Module):
         self.momentum = momentum
         self.init = init
         self.register_buffer("bank", initial_rows(size, dim, init, generator))
+        # Rows written by update() since the last take_changed(); _unknown: any row may have changed.
+        self._written: list[Tensor] = []
+        self._written_rows = 0
+        self._unknown = True
+        self._stamp = self._buffer_stamp()
 
     def __len__(self) -> int:
         return self.size
@@ -104,7 +116,53 @@ class MemoryBank(nn.Module):
         sums.index_add_(0, inverse, values)
         counts = torch.bincount(inverse, minlength=unique.size(0)).to(values.dtype).unsqueeze(1)
         fresh = sums / counts
+        self._notice_untracked_writes()
         self.bank[unique] = (1.0 - self.momentum) * fresh + self.momentum * self.bank[unique]
+        self._record_written(unique)
+
+    def _buffer_stamp(self) -> tuple:
+        # The buffer's identity and its in-place version counter (bumped by every in-place write, including
+        # indexing assignment, copy_ and load_state_dict): a changed stamp means a write we did not record.
+        bank = self.bank
+        try:
+            version = bank._version
+        except RuntimeError:  # an inference-mode tensor keeps no version counter: writes cannot be seen
+            version = None
+        return (bank.data_ptr(), version, bank.device, bank.dtype, tuple(bank.shape))
+
+    def _notice_untracked_writes(self) -> None:
+        stamp = self._buffer_stamp()
+        if stamp != self._stamp or stamp[1] is None:
+            self._unknown = True
+            self._written.clear()
+            self._written_rows = 0
+
+    def _record_written(self, rows: Tensor) -> None:
+        if not self._unknown:
+            self._written.append(rows)
+            self._written_rows += rows.numel()
+            if self._written_rows > self.size:  # more than the bank holds: a full refresh is as cheap
+                self._unknown = True
+                self._written.clear()
+                self._written_rows = 0
+        self._stamp = self._buffer_stamp()
+
+    @torch.no_grad()
+    def take_changed(self) -> Tensor | None:
+        """The distinct rows written by ``update`` since the previous call (LongTensor on the bank's device),
+        or None when any row may have changed (first call, untracked write, more writes than rows)."""
+        self._notice_untracked_writes()
+        if self._unknown:
+            changed = None
+        elif self._written:
+            changed = torch.unique(torch.cat(self._written))
+        else:
+            changed = torch.empty(0, dtype=torch.long, device=self.bank.device)
+        self._written.clear()
+        self._written_rows = 0
+        self._unknown = False
+        self._stamp = self._buffer_stamp()
+        return changed
 
     def extra_repr(self) -> str:
         return f"size={self.size}, dim={self.dim}, momentum={self.momentum}, init={self.init!r}"

@@ -16,6 +16,11 @@ the optimiser step, ``update`` moves the bank entries of the batch: ũ_i ← (1 
 (ρ = ``momentum``, Eq. 7), the same for ṽ_i. ``bank_init``: ``"gaussian"`` (N(0, I), the paper) or
 ``"unit"`` (the same draws at unit norm).
 
+Search (``search``): a name of :func:`contrastext.negatives.search.make_search` (with ``search_options``) or
+a search object. Each bank gets its own search (``search.fresh()``), so a search kept across steps
+(``"ivf"``, an index updated in place) serves one bank; before each search the bank says which rows its
+momentum updates wrote since the previous one (``MemoryBank.take_changed()``), and only those are re-indexed.
+
 Modes (the paper's ablations, §5.4):
 
 - ``"topk"``: the K nearest neighbours above (the method);
@@ -65,6 +70,7 @@ class ANS(Objective):
         random_fraction: float = 0.8,
         negative_reduction: str = "half_sum",
         bank_init: str = "gaussian",
+        search_options: dict | None = None,
     ):
         super().__init__()
         if mode not in MODES:
@@ -79,7 +85,12 @@ class ANS(Objective):
         self.nce = CriticNCE(critic, negative_reduction=negative_reduction)
         self.bank_u = MemoryBank(bank_size, dim_u, momentum, init=bank_init)
         self.bank_v = MemoryBank(bank_size, dim_v, momentum, init=bank_init)
-        self.search = make_search(search) if isinstance(search, str) else search
+        if isinstance(search, str):
+            search = make_search(search, **(search_options or {}))
+        elif search_options:
+            raise ValueError("ANS search_options apply to a search given by name, not to a search object")
+        # One search per bank: a stateful search (an index kept across steps) follows one key matrix.
+        self.search_u, self.search_v = search, search.fresh()
         self.k, self.mode, self.random_fraction = k, mode, random_fraction
 
     @property
@@ -94,9 +105,18 @@ class ANS(Objective):
 
     def nearest_negatives(self, u: Tensor, v: Tensor, indices: Tensor) -> tuple[Tensor, Tensor]:
         """Bank indices (B, K) of the top-K ũ nearest to each u_i and of the top-K ṽ nearest to each v_i."""
-        _, near_u = self.search.topk(u.detach(), self.bank_u.bank, self.k, exclude=indices)
-        _, near_v = self.search.topk(v.detach(), self.bank_v.bank, self.k, exclude=indices)
+        _, near_u = self.search_u.topk(
+            u.detach(), self.bank_u.bank, self.k, exclude=indices, changed=self.bank_u.take_changed()
+        )
+        _, near_v = self.search_v.topk(
+            v.detach(), self.bank_v.bank, self.k, exclude=indices, changed=self.bank_v.take_changed()
+        )
         return near_u, near_v
+
+    @property
+    def search(self) -> NearestNeighbourSearch:
+        """The search of bank B_u (B_v's is ``search_v``, a ``fresh()`` copy of the same settings)."""
+        return self.search_u
 
     def random_negatives(self, indices: Tensor) -> Tensor:
         """A random ⌈fraction · N⌉ of bank rows (M,), none of them in the batch, drawn afresh."""

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -39,40 +39,122 @@ class Section(BaseModel):
 class TrainSection(Section):
     """Optimisation, schedule, precision, evaluation and checkpoint cadence."""
 
-    max_steps: int | None = Field(default=None, gt=0, description="optimiser steps; wins over epochs")
-    epochs: float | None = Field(default=None, gt=0)
-    batch_size: int = Field(default=64, gt=0, description="global batch size (all processes)")
-    drop_last: bool = True
-    group_by_length: bool = False
-    lr: float = Field(default=3e-5, gt=0)
-    weight_decay: float = Field(default=0.0, ge=0)
+    max_steps: int | None = Field(
+        default=None,
+        gt=0,
+        description="optimiser steps of the run; when set it decides the length and `epochs` is not used "
+        "(the data is cycled as often as needed), except when `epochs` is given with --set and `max_steps` "
+        "is not: the command line wins over the recipe file",
+    )
+    epochs: float | None = Field(
+        default=None,
+        gt=0,
+        description="passes over the training data (fractions allowed); used when `max_steps` is unset, or "
+        "when given with --set over a recipe's `max_steps`",
+    )
+    batch_size: int = Field(default=64, gt=0, description="global batch size (all processes together)")
+    drop_last: bool = Field(default=True, description="drop an epoch's last, smaller batch")
+    group_by_length: bool = Field(
+        default=False,
+        description="batches of similar text lengths (less padding; sorted inside shuffled mega-batches, as "
+        "Hugging Face's group_by_length)",
+    )
+    lr: float = Field(default=3e-5, gt=0, description="peak learning rate of AdamW")
+    weight_decay: float = Field(
+        default=0.0, ge=0, description="AdamW weight decay (never on biases and normalisation weights)"
+    )
     adam_betas: tuple[float, float] = Field(
         default=(0.9, 0.999), description="AdamW's (beta1, beta2); CAPT's Table 4 uses (0.9, 0.98)"
     )
     adam_epsilon: float = Field(default=1e-8, gt=0, description="AdamW's epsilon; CAPT's Table 4 uses 1e-6")
-    schedule: Literal["linear", "constant"] = "linear"
-    warmup_ratio: float = Field(default=0.0, ge=0, le=1)
-    warmup_steps: int | None = Field(default=None, ge=0, description="wins over warmup_ratio")
-    grad_clip: float | None = Field(default=1.0, gt=0)
-    grad_accumulation: int = Field(default=1, gt=0)
-    mixed_precision: Literal["no", "fp16", "bf16", "auto"] = "auto"
+    schedule: Literal["linear", "constant"] = Field(
+        default="linear", description="after the warmup: linear decay to 0, or constant"
+    )
+    warmup_ratio: float = Field(
+        default=0.0, ge=0, le=1, description="share of the run's steps spent warming the learning rate up from 0"
+    )
+    warmup_steps: int | None = Field(default=None, ge=0, description="warmup steps; wins over warmup_ratio")
+    grad_clip: float | None = Field(
+        default=1.0, gt=0, description="clip the gradient norm to this value; null: no clipping"
+    )
+    grad_accumulation: int = Field(
+        default=1, gt=0, description="micro-batches of batch_size accumulated per optimiser step"
+    )
+    cache_chunk: int | None = Field(
+        default=None,
+        gt=0,
+        description="cached gradients (GradCache): encode each batch in chunks of this many examples per process, "
+        "so a large in-batch-negatives batch needs the memory of one chunk; same gradients, about +1/3 time; "
+        "dropout masks are replayed. SimCSE-based recipes only (simcse-unsup, simcse-sup, gd); null: off",
+    )
+    mixed_precision: Literal["no", "fp16", "bf16", "auto"] = Field(
+        default="auto", description="auto: bf16 on a GPU that supports it, else fp16 on GPU, no on CPU"
+    )
+    unpad: bool = Field(
+        default=True,
+        description="run BERT-family encoders on the real tokens of each batch, without its padding (same "
+        "numbers and dropout masks as the padded forward, less work); other models always run padded",
+    )
+    compile: bool = Field(
+        default=False,
+        description="torch.compile the method's encoder; off by default: on CPU the compilation took longer "
+        "than it saved in short runs (see BENCHMARKS.md)",
+    )
     seed: int | None = Field(default=None, ge=0, description="data order, views, dropout; default: seed")
-    eval_every: int | None = Field(default=None, gt=0)
+    eval_every: int | None = Field(
+        default=None, gt=0, description="evaluate every N optimiser steps (and always at the last step)"
+    )
     eval_at_start: bool = Field(default=False, description="evaluate the starting weights, logged at step 0")
     overwrite: bool = Field(
         default=False, description="a fresh run may replace the run already in output_dir (else an error)"
     )
-    save_every: int | None = Field(default=None, gt=0)
-    log_every: int = Field(default=10, gt=0)
-    metric_for_best: str | None = None
-    greater_is_better: bool = True
-    early_stopping_patience: int | None = Field(default=None, gt=0, description="evaluations")
+    save_every: int | None = Field(
+        default=None, gt=0, description="checkpoint every N steps (and always at the last step and on a stop)"
+    )
+    log_every: int = Field(default=10, gt=0, description="write a train_log.jsonl record every N steps")
+    metric_for_best: str | None = Field(
+        default=None,
+        description="evaluation metric that selects best/ (e.g. score, stsb_dev_spearman); null: no selection, "
+        "the last weights are reported",
+    )
+    greater_is_better: bool = Field(default=True, description="direction of metric_for_best")
+    early_stopping_patience: int | None = Field(
+        default=None, gt=0, description="stop after N evaluations without improvement of metric_for_best"
+    )
     keep_last: int = Field(default=2, gt=0, description="checkpoints kept on disk")
-    progress_bar: bool = True
-    tensorboard: bool = True
+    progress_bar: bool = Field(default=True, description="show a tqdm progress bar")
+    report_to: list[Literal["tensorboard", "wandb"]] = Field(
+        default_factory=list,
+        description="trackers that also receive every log record, through Accelerate (install the extras: "
+        "pip install 'contrastext[tensorboard]' / 'contrastext[wandb]'; one missing is a warning, not an "
+        "error); train_log.jsonl is always written. TensorBoard writes into <output_dir>/tensorboard; W&B "
+        "follows WANDB_PROJECT / WANDB_MODE. The old `tensorboard: true|false` still adds or removes "
+        "tensorboard here",
+    )
     on_nonfinite: Literal["stop", "skip"] = Field(
         default="stop", description="a NaN/inf loss or gradient: stop with an error naming the step, or skip the step"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _report_to_forms(cls, data: Any) -> Any:
+        """``report_to: tensorboard`` (one name) or ``none``; the old ``tensorboard: true|false`` flag."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        trackers = data.get("report_to")
+        if trackers is None or trackers == "none":
+            trackers = []
+        elif isinstance(trackers, str):
+            trackers = [trackers]
+        if "tensorboard" in data:
+            flag = data.pop("tensorboard")
+            if not isinstance(flag, bool):
+                raise ValueError(f"tensorboard (old form of report_to) must be true or false, got {flag!r}")
+            if isinstance(trackers, list):
+                trackers = [name for name in trackers if name != "tensorboard"] + (["tensorboard"] if flag else [])
+        data["report_to"] = trackers
+        return data
 
     @model_validator(mode="after")
     def _needs_a_length(self) -> TrainSection:
@@ -81,13 +163,69 @@ class TrainSection(Section):
         return self
 
 
-class DataSection(Section):
-    """What to train on. Methods read the fields that concern them."""
+class DataColumns(Section):
+    """Which column of a user's file or dataset plays which role; roles not named are not read. Without
+    `data.columns`, the sentence-transformers convention: every column but `label` / `score` is a text, in file
+    order (text, pair, negative), and a `label` (classes) or else `score` (numbers) column is the target.
+    See docs/DATA.md."""
 
-    task: str | None = Field(default=None, description="a task spec such as 'wiki1m' or 'nli:train'")
+    text: str | None = Field(default=None, description="the text (the anchor of a pair; the sentence of unsupervised recipes)")
+    pair: str | None = Field(default=None, description="the second text: the positive of a pair, or the second sentence of a pair task")
+    negative: str | None = Field(default=None, description="a hard negative (third text; supervised SimCSE)")
+    label: str | None = Field(default=None, description="class labels: strings or integers, any number of classes")
+    score: str | None = Field(default=None, description="a numeric target (regression on pairs)")
+
+
+class DataSection(Section):
+    """What to train on: ONE source, `task` (a registry task) or `path` (a file) or `dataset` (Hugging Face
+    `datasets`). A source given with --set replaces the recipe file's; two at the same level are an error.
+    Methods read the other fields that concern them. See docs/DATA.md."""
+
+    task: str | None = Field(default=None, description="a registry task spec such as 'wiki1m' or 'nli-triplets:train'")
     tasks: list[str] = Field(default_factory=list, description="several task specs (multi-task)")
-    path: str | None = Field(default=None, description="a data file read directly")
-    max_length: int = Field(default=32, gt=0)
+    path: str | None = Field(
+        default=None,
+        description="a data file: .csv (comma), .tsv (tab), .jsonl/.json (one object a line), each with a header "
+        "or keys naming the columns; .txt (one sentence a line)",
+    )
+    dataset: str | None = Field(
+        default=None,
+        description="a Hugging Face dataset: a local save_to_disk folder, a folder (or file) of parquet / json / "
+        "csv files, or a hub name (needs the network or the local cache)",
+    )
+    dataset_config: str | None = Field(default=None, description="the configuration (subset) name of data.dataset")
+    split: str | None = Field(default=None, description="the training split of data.dataset (default train)")
+    columns: DataColumns | None = Field(
+        default=None, description="column roles of data.path / data.dataset: text, pair, negative, label, score"
+    )
+    label_names: list[str] | None = Field(
+        default=None,
+        description="the classes in id order (default: the training labels, sorted; integer labels numerically)",
+    )
+    eval_path: str | None = Field(
+        default=None,
+        description="fine-tuning on data.path: the labelled evaluation file (same columns); default: a seeded "
+        "holdout of the training file (method_args.holdout, 0.2 unless set)",
+    )
+    eval_split: str | None = Field(
+        default=None, description="fine-tuning on data.dataset: the evaluation split (default: a seeded holdout)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _label_names_as_text(cls, data: Any) -> Any:
+        """``label_names: [0, 1, 2]`` (YAML integers) means the labels "0", "1", "2"."""
+        if isinstance(data, dict) and isinstance(data.get("label_names"), list):
+            names = data["label_names"]
+            data = {**data, "label_names": [str(n) if isinstance(n, int | float) and not isinstance(n, bool) else n
+                                            for n in names]}
+        return data
+
+    max_length: int = Field(
+        default=32,
+        gt=0,
+        description="tokens per text in TRAINING batches (truncation); the saved model keeps its own max_seq_length",
+    )
     limit: int | None = Field(default=None, gt=0, description="first N training examples only")
     few_shot: int | None = Field(
         default=None, gt=0, description="N training examples drawn (SCL: N in total, see method_args.few_shot_sampling)"
@@ -101,18 +239,24 @@ class DataSection(Section):
 class EvalSection(Section):
     """Development-set evaluation during training."""
 
-    tasks: list[str] = Field(default_factory=list, description="dev task specs such as 'stsb:dev'")
-    batch_size: int = Field(default=64, gt=0)
-    limit: int | None = Field(default=None, gt=0)
+    tasks: list[str] = Field(
+        default_factory=list,
+        description="evaluation specs: registry tasks ('stsb:dev') or files with a kind ('sts:my.csv', "
+        "'classification:reviews.tsv', 'pairs:qa.jsonl@dev'); see docs/DATA.md",
+    )
+    batch_size: int = Field(default=64, gt=0, description="batch size of encoding during evaluation")
+    limit: int | None = Field(default=None, gt=0, description="first N examples of each evaluation set only")
 
 
 class TrainConfig(Section):
     """A whole run: which method, which model, where to write, and the sections above."""
 
-    method: str
-    model: str
-    output_dir: str
-    seed: int = Field(default=42, ge=0)
+    method: str = Field(description="the recipe's method (simcse-unsup, simcse-sup, gd, scl, reclaim, capt, multitask, ...)")
+    model: str = Field(
+        description="starting model: a local folder, bundled:all-MiniLM-L6-v2, or a Hugging Face hub name"
+    )
+    output_dir: str = Field(description="where the run writes (config.yaml, train_log.jsonl, checkpoints/, best/, final/)")
+    seed: int = Field(default=42, ge=0, description="seed of everything random: model initialisation, data, views")
     train: TrainSection
     data: DataSection = Field(default_factory=DataSection)
     eval: EvalSection = Field(default_factory=EvalSection)
@@ -130,6 +274,21 @@ class TrainConfig(Section):
     def overridden_keys(self) -> frozenset[str]:
         """Dotted keys that came from ``--set``."""
         return self._overridden
+
+    @property
+    def length_from(self) -> Literal["max_steps", "epochs"]:
+        """Which of ``train.max_steps`` / ``train.epochs`` sets the run's length.
+
+        ``max_steps`` when it is set, else ``epochs``; but a recipe file's ``max_steps`` gives way to an
+        ``epochs`` given with ``--set`` (the command line wins). Both given with ``--set``: ``max_steps``.
+        """
+        train = self.train
+        if train.max_steps is None:
+            return "epochs"
+        given = self._overridden
+        if train.epochs is not None and "train.epochs" in given and "train.max_steps" not in given:
+            return "epochs"
+        return "max_steps"
 
     @property
     def train_seed(self) -> int:
@@ -158,10 +317,30 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Train
     if not isinstance(raw, dict):
         raise ConfigError(f"{file}: the top level must be a mapping of keys, got {type(raw).__name__}")
     overridden = apply_overrides(raw, overrides, file)
+    _empty_lists(raw, overridden)
     config = _validate(TrainConfig, raw, file, overridden, prefix="")
     config._source = file
     config._overridden = frozenset(overridden)
     return config
+
+
+def _empty_lists(raw: dict, overridden: Iterable[str]) -> None:
+    """``--set eval.tasks=`` (an empty value, read as null) clears a list key, as ``eval.tasks=[]`` does."""
+    for key in overridden:
+        parts = key.split(".")
+        model: type[BaseModel] | None = TrainConfig
+        for part in parts[:-1]:
+            field = model.model_fields.get(part) if model is not None else None
+            annotation = field.annotation if field is not None else None
+            model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        field = model.model_fields.get(parts[-1]) if model is not None else None
+        if field is None or get_origin(field.annotation) is not list:
+            continue
+        node = raw
+        for part in parts[:-1]:
+            node = node[part]
+        if node.get(parts[-1]) is None:
+            node[parts[-1]] = []
 
 
 def _decode(data: bytes, file: str) -> str:

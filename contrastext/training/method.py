@@ -14,6 +14,22 @@ or registered buffers, so ``state_dict()`` holds all its training state). The tr
 - ``encoder``: the module that is evaluated and exported (it has ``save(path)``: a
   :class:`~contrastext.models.encoder.TextEncoder` or anything with the same ``save``).
 
+Optional, for cached-gradient training (``train.cache_chunk``, :mod:`contrastext.training.grad_cache`): a method
+whose loss is a function of per-example embeddings sets ``supports_cached_gradients = True`` and splits its
+``forward`` in two:
+
+- ``split_batch(batch, chunk_size) -> list[dict]``: consecutive chunks of at most ``chunk_size`` EXAMPLES (every
+  view of an example stays in its chunk), each a batch that ``embed`` takes;
+- ``embed(batch) -> list[Tensor]``: the expensive part, one ``(n, d)`` tensor per view (rows in example order);
+- ``loss_from_embeddings(views, batch) -> dict[str, Tensor]``: the loss parts from the WHOLE batch's views
+  (each view the concatenation of the chunks' ``embed`` outputs) and the whole batch (labels, ...).
+
+so that ``forward(batch) == loss_from_embeddings(embed(batch), batch)``, and ``embed`` of the chunks, concatenated
+per view, equals ``embed(batch)`` row for row (up to float rounding and the dropout draws, which depend on how
+the rows are split into forward calls). Every module with parameters the loss needs after the embeddings
+(learnable temperature, critic, head) runs in ``loss_from_embeddings``; randomness inside ``embed`` must come from
+torch's global generators (dropout does), which the cached step saves and replays.
+
 Example::
 
     >>> class Twins(Method):
@@ -33,7 +49,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -52,6 +68,9 @@ class Method(nn.Module, ABC):
     """Base class of every training method (see the module docstring for the contract)."""
 
     encoder: SavableEncoder
+    #: True when :meth:`split_batch`, :meth:`embed` and :meth:`loss_from_embeddings` are implemented, so the
+    #: trainer may run a cached-gradient step (``train.cache_chunk``); False: such a config is refused.
+    supports_cached_gradients: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -74,6 +93,21 @@ class Method(nn.Module, ABC):
     @abstractmethod
     def forward(self, batch: dict) -> dict[str, Tensor]:
         """Named, unweighted, scalar loss parts of one batch."""
+
+    def split_batch(self, batch: dict, chunk_size: int) -> list[dict]:
+        """Consecutive chunks of at most ``chunk_size`` examples of ``batch``, each one a batch for :meth:`embed`
+        (only with ``supports_cached_gradients``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support cached gradients (split_batch)")
+
+    def embed(self, batch: dict) -> list[Tensor]:
+        """One ``(n, d)`` embedding tensor per view of the batch's ``n`` examples (only with
+        ``supports_cached_gradients``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support cached gradients (embed)")
+
+    def loss_from_embeddings(self, views: Sequence[Tensor], batch: dict) -> dict[str, Tensor]:
+        """The loss parts of the whole ``batch`` from its views' embeddings, as :meth:`embed` of the whole batch
+        returns them (only with ``supports_cached_gradients``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support cached gradients (loss_from_embeddings)")
 
     def on_train_start(self, total_steps: int) -> None:
         """Called by the trainer before the first step (fresh or resumed) with the run's optimiser steps."""

@@ -29,9 +29,12 @@ SAFE_RESUME_KEYS = frozenset(
         "train.log_every",
         "train.keep_last",
         "train.progress_bar",
-        "train.tensorboard",
+        "train.report_to",
+        "train.tensorboard",  # the older spelling of report_to, in checkpoints saved before it
         "train.overwrite",
         "train.eval_at_start",
+        "train.unpad",  # the packed forward computes the padded one's numbers, with the same dropout masks
+        "train.compile",  # the compiled encoder computes the same numbers
         "train.early_stopping_patience",
         "eval.batch_size",
     }

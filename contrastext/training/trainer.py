@@ -58,6 +58,7 @@ from contrastext.training.checkpoint import (
 )
 from contrastext.training.config import TrainConfig, dump_config
 from contrastext.training.divergence import TOTAL, check_finite_step, check_finite_weights, nonfinite_reason
+from contrastext.training.grad_cache import check_cache_chunk, trainer_step
 from contrastext.training.logging import RunLogger
 from contrastext.training.method import Method, total_loss
 from contrastext.training.resume_check import check_resume_config
@@ -140,6 +141,20 @@ def check_output_dir_is_free(config: TrainConfig) -> None:
         )
 
 
+def apply_speed_settings(method: Method, unpad: bool, compile: bool) -> None:
+    """``train.unpad`` and ``train.compile`` applied to the method's encoder.
+
+    ``unpad`` sets the encoder's ``unpad`` switch (a ``TextEncoder``'s packed forward; an encoder without the
+    switch is left as it is); ``compile`` compiles the encoder in place (``nn.Module.compile``: attributes,
+    ``state_dict`` and ``save`` unchanged) with dynamic shapes, since every batch has its own length.
+    """
+    encoder = method.encoder
+    if hasattr(encoder, "unpad"):
+        encoder.unpad = unpad
+    if compile:
+        encoder.compile(dynamic=True)
+
+
 class Trainer:
     """Trains a :class:`~contrastext.training.method.Method` on a list of examples (see module docstring).
 
@@ -166,6 +181,7 @@ class Trainer:
         self.output_dir = Path(config.output_dir)
         self.seed = config.train_seed
         self.batch_sampler = batch_sampler or self._default_sampler()
+        check_cache_chunk(method, config)  # train.cache_chunk needs a method with cached gradients
 
     def _default_sampler(self):
         train = self.config.train
@@ -175,15 +191,19 @@ class Trainer:
         return RandomBatchSampler(len(self.examples), train.batch_size, self.seed, train.drop_last)
 
     def total_steps(self) -> int:
-        """Optimiser steps of the run: ``max_steps``, or what ``epochs`` give, whichever is fewer."""
+        """Optimiser steps of the run: ``max_steps`` or what ``epochs`` give, as ``TrainConfig.length_from``
+        says (``max_steps`` when set, unless only ``epochs`` came from ``--set``); the other is not used."""
         train = self.config.train
-        candidates = []
+        if self.config.length_from == "max_steps":
+            if train.epochs is not None:
+                logger.info("train.max_steps=%d sets the length; train.epochs=%s is not used",
+                            train.max_steps, train.epochs)
+            return train.max_steps
+        per_epoch = len(self.batch_sampler.batches(0))
+        steps = int(train.epochs * per_epoch // train.grad_accumulation)
         if train.max_steps is not None:
-            candidates.append(train.max_steps)
-        if train.epochs is not None:
-            per_epoch = len(self.batch_sampler.batches(0))
-            candidates.append(int(train.epochs * per_epoch // train.grad_accumulation))
-        steps = min(candidates)
+            logger.info("train.epochs=%s (--set) sets the length; train.max_steps=%d is not used",
+                        train.epochs, train.max_steps)
         if steps < 1:
             raise ConfigError(
                 f"{self.config.source or '<config>'}: train.epochs={train.epochs} gives no optimiser step "
@@ -249,12 +269,15 @@ class Trainer:
         total_steps = self.total_steps()
         method = self.method
         method.train()
+        apply_speed_settings(method, train.unpad, train.compile)
         optimizer = build_optimizer(method, train.lr, train.weight_decay, train.adam_betas, train.adam_epsilon)
         warmup = resolve_warmup_steps(total_steps, train.warmup_ratio, train.warmup_steps)
         scheduler = build_scheduler(optimizer, train.schedule, total_steps, warmup)
         model, optimizer = accelerator.prepare(method, optimizer)
         method = accelerator.unwrap_model(model)
-        run_log = RunLogger(self.output_dir, tensorboard=train.tensorboard, enabled=main)
+        run_log = RunLogger(
+            self.output_dir, report_to=train.report_to, enabled=main, config=self.config.model_dump(mode="json")
+        )
         if not resume:
             self._claim_output_dir(run_log)
         if main:
@@ -405,15 +428,23 @@ class Trainer:
             is_last = micro == train.grad_accumulation - 1
             sync = accelerator.no_sync(model) if not is_last and world > 1 else nullcontext()
             with sync:
-                parts = model(batch)
-                loss = total_loss(parts, method.loss_weights)
-                accelerator.backward(loss / train.grad_accumulation)
-            for name, value in {**parts, TOTAL: loss}.items():
-                sums[name] = sums.get(name, 0.0) + float(value.detach()) / train.grad_accumulation
+                if train.cache_chunk is not None:  # GradCache: chunked embedding, gradients averaged at the end
+                    parts, loss = trainer_step(model, method, batch, train.cache_chunk, accelerator,
+                                               train.grad_accumulation, last_micro_batch=is_last)
+                else:
+                    parts = model(batch)
+                    loss = total_loss(parts, method.loss_weights)
+                    accelerator.backward(loss / train.grad_accumulation)
+            for name, value in {**parts, TOTAL: loss}.items():  # kept on the device: no sync per part
+                sums[name] = sums.get(name, 0.0) + value.detach().float().reshape(()) / train.grad_accumulation
             state.epoch, state.batch_index = epoch, index + 1
         # The norm is needed to catch a non-finite gradient: without clipping it is measured, never applied.
         max_norm = train.grad_clip if train.grad_clip is not None else float("inf")
-        grad_norm = float(accelerator.clip_grad_norm_(model.parameters(), max_norm))
+        norm = torch.as_tensor(accelerator.clip_grad_norm_(model.parameters(), max_norm))
+        # One transfer to the host per step, for the parts, the total and the norm together (the non-finite
+        # check and the progress bar need them at every step).
+        values = torch.stack([*sums.values(), norm.to(device=loss.device, dtype=torch.float32)]).tolist()
+        sums, grad_norm = dict(zip(sums, values[:-1], strict=True)), values[-1]
         scaled = accelerator.scaler is not None  # fp16: the loss scaler handles infinite gradients itself
         if nonfinite_reason(sums, grad_norm, check_gradient=not scaled) is not None:
             if train.on_nonfinite == "stop":

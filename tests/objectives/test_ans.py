@@ -167,3 +167,69 @@ def test_configuration_errors():
     u, v, indices = batch()
     with pytest.raises(ValueError, match=r"indices \(B,\)"):
         ans(u, v, indices[:2])
+
+
+# ------------------------------------------------------------- ANS with a search kept across steps (search="ivf")
+
+
+def test_each_bank_gets_its_own_search():
+    ans = make_ans(search="ivf", search_options={"nprobe": 3})
+    assert ans.search_u is not ans.search_v and ans.search_u.options == ans.search_v.options
+    assert ans.search_u.nprobe == 3 and ans.search is ans.search_u
+    from contrastext.negatives.search import IVFSearch
+
+    given = IVFSearch(nprobe=2)
+    ans = make_ans(search=given)
+    assert ans.search_u is given and ans.search_v is not given and ans.search_v.nprobe == 2
+    exact = make_ans(search="exact")
+    assert exact.search_u is exact.search_v  # stateless: one object serves both banks
+    with pytest.raises(ValueError, match="search_options"):
+        make_ans(search=given, search_options={"nprobe": 1})
+
+
+def same_neighbours(found, queries, bank, exclude, atol=1e-5) -> bool:
+    """``found`` (B, K) are the brute-force top-K up to ties: their cosines equal the best K, position by
+    position (two sums in another order may swap rows whose cosines differ by ~1e-7)."""
+    scores = F.normalize(queries, dim=1) @ F.normalize(bank, dim=1).T
+    scores[torch.arange(len(queries)), exclude] = float("-inf")
+    best = scores.topk(found.size(1), dim=1).values
+    return torch.allclose(scores.gather(1, found), best, atol=atol)
+
+
+def test_kept_index_follows_the_momentum_updates_exactly():
+    """A training-like loop (search, then update the batch's rows) with an exhaustive kept index (nprobe =
+    nlist) chooses the brute-force neighbours at every step and gives the exact search's loss; each step
+    re-indexes only the rows the previous update wrote."""
+    bank_size = 600
+    kept = ANS(
+        WassersteinCritic(DIM_U, DIM_V, hidden=16), bank_size, DIM_U, DIM_V, k=20, momentum=0.3,
+        search="ivf", search_options={"nlist": 8, "nprobe": 8, "storage": "float32", "exact_below": 0},
+    ).eval()
+    plain = ANS(WassersteinCritic(DIM_U, DIM_V, hidden=16), bank_size, DIM_U, DIM_V, k=20, momentum=0.3).eval()
+    plain.load_state_dict(kept.state_dict())
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(5):
+        indices = torch.randperm(bank_size, generator=generator)[:16]
+        u, v = torch.randn(16, DIM_U, generator=generator), torch.randn(16, DIM_V, generator=generator)
+        near_u, near_v = kept.nearest_negatives(u, v, indices)
+        assert same_neighbours(near_u, u, kept.bank_u.bank, indices)
+        assert same_neighbours(near_v, v, kept.bank_v.bank, indices)
+        assert kept(u, v, indices).item() == pytest.approx(plain(u, v, indices).item(), abs=1e-5)
+        kept.update(indices, u, v)
+        plain.update(indices, u, v)
+    for search in (kept.search_u, kept.search_v):
+        assert search.builds == 1
+        # the first forward of each step searched after the previous update: 4 updates of 16 rows each
+        assert search.updated_rows == 4 * 16
+
+
+def test_kept_index_sees_rows_written_outside_update():
+    ans = make_ans(k=5, search="ivf", search_options={"nlist": 4, "nprobe": 4, "exact_below": 0})
+    u, v, indices = batch()
+    ans.nearest_negatives(u, v, indices)
+    # Plant a perfect match for row 0 directly in the buffers (not through update): the index must see it.
+    ans.bank_u.bank[7] = u[0]
+    ans.bank_v.bank[7] = v[0]
+    near_u, near_v = ans.nearest_negatives(u, v, indices)
+    assert near_u[0, 0] == 7 and near_v[0, 0] == 7
+    assert torch.equal(near_u, brute_force_neighbours(u, ans.bank_u.bank, 5, indices))

@@ -1,0 +1,312 @@
+"""Benchmark: ``contrastext encode`` against ``SentenceTransformer.encode``, in process and as whole processes.
+
+Usage::
+
+    python bench/encode.py [--texts 6000] [--batch-size 32] [--rounds 5] [--process-rounds 3] [--threads N]
+                           [--model bundled:all-MiniLM-L6-v2] [--data-root ../shared/data]
+                           [--output BENCHMARKS.md] [--quick]
+
+The texts: the first ``--texts`` sentences of STS-B train (sentence 1 and sentence 2 of each row, file order),
+all-MiniLM-L6-v2, batch ``--batch-size``, L2-normalised embeddings on both sides.
+
+- **In process**: the encode call alone, both models loaded once and warmed up on 64 texts: our
+  ``TextEncoder.encode`` (what ``contrastext encode`` calls: batches sorted by token length, the texts tokenised
+  once, inference mode, the packed forward of ``contrastext/models/unpadded.py``), the same with
+  ``encoder.unpad = False`` (the padded forward), with ``--quantize int8`` (dynamic int8 linear layers), and
+  ``SentenceTransformer.encode(texts, batch_size, normalize_embeddings=True)``. ``--rounds`` rounds,
+  round-robin, the order reversed every round; medians.
+- **Whole process**: ``contrastext encode --model M --input FILE --output OUT.npy --batch-size B --no-progress``
+  (also with ``--quantize int8``) against a Python process that imports sentence-transformers, loads the model,
+  reads the file, encodes and saves the ``.npy`` (this script with ``--peer-child``), ``--process-rounds`` rounds
+  round-robin; medians of the wall times.
+- **Same embeddings**: max abs difference between ours and ST's (in process and between the saved files).
+- **int8**: its max abs difference and smallest cosine to the float embeddings, and the STS-B dev Spearman of
+  the float and the int8 model (``contrastext.evaluation.sts.evaluate_sts``), with the change.
+
+``--threads N`` sets ``torch.set_num_threads`` here and ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` for the children
+(default: torch's default, one thread per core). The report goes to stdout and, with ``--output``, replaces the
+block between ``<!-- begin bench/encode.py -->`` / ``<!-- end bench/encode.py -->`` of that file. ``--quick`` is a
+smoke run (seconds; 200 texts, one round each): its numbers mean nothing. The exit status is 1 when our float
+embeddings differ from ST's by more than ``--tolerance`` (1e-5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+BEGIN_MARKER = "<!-- begin bench/encode.py -->"
+END_MARKER = "<!-- end bench/encode.py -->"
+SECTION = "## Encoding: contrastext encode vs SentenceTransformer.encode"
+
+
+def default_data_root() -> Path:
+    return Path(os.environ.get("CONTRASTEXT_DATA", REPO.parent / "shared" / "data"))
+
+
+def stsb_texts(data_root: Path, count: int) -> list[str]:
+    from contrastext.data.tasks import load_task
+
+    texts = [text for example in load_task("stsb:train", data_root).examples for text in example.texts]
+    if len(texts) < count:
+        raise SystemExit(f"STS-B train holds {len(texts)} sentences; --texts {count} asks for more")
+    return texts[:count]
+
+
+def median_times(runs: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Seconds of each run per round, round-robin with the order reversed every round."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for index in range(rounds):
+        for name in list(runs) if index % 2 == 0 else list(reversed(runs)):
+            start = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - start)
+            print(f"  round {index + 1}/{rounds} {name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
+    return times
+
+
+# -------------------------------------------------------------------------------------------- in process
+
+
+def in_process(args, texts: list[str], model_path: str) -> dict:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from contrastext.cli.encode_command import load_model, quantize_encoder
+
+    ours = load_model(model_path)
+    padded = load_model(model_path)
+    padded.unpad = False
+    int8 = quantize_encoder(load_model(model_path), "int8")
+    theirs = SentenceTransformer(model_path, device="cpu")
+    batch = args.batch_size
+    encoders = {
+        "ours": lambda: ours.encode(texts, batch_size=batch, normalize=True),
+        "ours, padded": lambda: padded.encode(texts, batch_size=batch, normalize=True),
+        "ours, --quantize int8": lambda: int8.encode(texts, batch_size=batch, normalize=True),
+        "sentence-transformers": lambda: theirs.encode(
+            texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        ),
+    }
+    warm = texts[:64]
+    ours.encode(warm, batch_size=batch)
+    padded.encode(warm, batch_size=batch)
+    int8.encode(warm, batch_size=batch)
+    theirs.encode(warm, batch_size=batch, show_progress_bar=False)
+    times = median_times(encoders, args.rounds)
+    embeddings = {name: np.asarray(run(), dtype=np.float32) for name, run in encoders.items()}
+    reference = embeddings["sentence-transformers"]
+    quantized = embeddings["ours, --quantize int8"]
+    return {
+        "times": times,
+        "diff_st": float(np.abs(embeddings["ours"] - reference).max()),
+        "diff_padded": float(np.abs(embeddings["ours, padded"] - embeddings["ours"]).max()),
+        "int8_diff": float(np.abs(quantized - embeddings["ours"]).max()),
+        "int8_min_cos": float((quantized * embeddings["ours"]).sum(axis=1).min()),
+        "spearman": stsb_dev_spearman(args, {"float": ours, "int8": int8}),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def stsb_dev_spearman(args, encoders: dict) -> dict[str, float]:
+    from contrastext.data.tasks import load_task
+    from contrastext.evaluation.sts import evaluate_sts
+
+    pairs = load_task("stsb:dev", args.data_root).examples
+    if args.quick:
+        pairs = pairs[:200]
+    return {name: float(evaluate_sts(encoder.encode, pairs, args.batch_size)["spearman"])
+            for name, encoder in encoders.items()}
+
+
+# ----------------------------------------------------------------------------------------- whole process
+
+
+def contrastext_command() -> list[str]:
+    script = Path(sys.executable).with_name("contrastext")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "contrastext"]
+
+
+def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: dict[str, str]) -> dict:
+    outputs = {name: work / f"{name}.npy" for name in ("ours", "int8", "st")}
+    common = ["encode", "--model", model_path, "--input", str(texts_file), "--batch-size", str(args.batch_size),
+              "--no-progress"]
+    commands = {
+        "contrastext encode": [*contrastext_command(), *common, "--output", str(outputs["ours"])],
+        "contrastext encode --quantize int8": [
+            *contrastext_command(), *common, "--output", str(outputs["int8"]), "--quantize", "int8"
+        ],
+        "sentence-transformers script": [
+            sys.executable, str(Path(__file__).resolve()), "--peer-child", str(outputs["st"]),
+            "--texts-file", str(texts_file), "--model", model_path, "--batch-size", str(args.batch_size),
+        ],
+    }
+
+    def runner(command: list[str]) -> Callable[[], None]:
+        def run() -> None:
+            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+            if done.returncode != 0:
+                raise SystemExit(f"{shlex.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+
+        return run
+
+    times = median_times({name: runner(command) for name, command in commands.items()}, args.process_rounds)
+    diff = float(np.abs(np.load(outputs["ours"]) - np.load(outputs["st"])).max())
+    return {"times": times, "diff_st": diff}
+
+
+def peer_child(args) -> int:
+    """The whole-process sentence-transformers arm: import, load, read, encode, save."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = Path(args.texts_file).read_text(encoding="utf-8").split("\n")
+    texts = [text for text in texts if text]
+    model = SentenceTransformer(args.model, device="cpu")
+    embeddings = model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False)
+    np.save(args.peer_child, np.asarray(embeddings, dtype=np.float32))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+
+def speedup(times: dict[str, list[float]], name: str, peer: str) -> float:
+    """Median over rounds of peer time / this arm's time (> 1: this arm is faster)."""
+    return statistics.median(p / t for p, t in zip(times[peer], times[name], strict=True))
+
+
+def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) -> str:
+    import sentence_transformers
+    import torch
+    import transformers
+
+    peer = "sentence-transformers"
+    lines = [
+        BEGIN_MARKER,
+        "### Run conditions",
+        "",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, CPU only, "
+        f"{os.cpu_count()} cores",
+        f"- torch {torch.__version__}, torch.get_num_threads() = {inproc['threads']} (children: "
+        f"{args.threads or 'default'}); transformers {transformers.__version__}; sentence-transformers "
+        f"{sentence_transformers.__version__}",
+        f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} (arms run "
+        "round-robin, the order reversed every round)",
+        f"- command: `{' '.join(['python', 'bench/encode.py', *map(shlex.quote, args.argv)])}`",
+        f"- {args.texts} STS-B train sentences, batch {args.batch_size}, all-MiniLM-L6-v2, normalised embeddings; "
+        f"{args.rounds} in-process round(s), {args.process_rounds} whole-process round(s)",
+        "",
+        "| encode call, in process | median s | ST / arm (median of rounds) |",
+        "|---|---:|---:|",
+    ]
+    for name, values in inproc["times"].items():
+        lines.append(f"| {name} | {statistics.median(values):.2f} | {speedup(inproc['times'], name, peer):.2f} |")
+    script = "sentence-transformers script"
+    lines += ["", "| whole process | median s | ST / arm (median of rounds) |", "|---|---:|---:|"]
+    for name, values in processes["times"].items():
+        lines.append(f"| `{name}` | {statistics.median(values):.2f} | {speedup(processes['times'], name, script):.2f} |")
+    call = speedup(inproc["times"], "ours", peer)
+    whole = speedup(processes["times"], "contrastext encode", script)
+    spearman = inproc["spearman"]
+    lines += [
+        "",
+        f"- Goal (issue 11): encoding ≥ 1.3× sentence-transformers: **{call:.2f}×** for the encode call, "
+        f"**{whole:.2f}×** whole process ({'met' if min(call, whole) >= 1.3 else 'not met'}).",
+        f"- Same embeddings: max abs difference to ST {inproc['diff_st']:.1e} in process, {processes['diff_st']:.1e} "
+        f"between the saved files; packed vs padded forward {inproc['diff_padded']:.1e}.",
+        f"- `--quantize int8`: max abs difference to the float embeddings {inproc['int8_diff']:.2f}, smallest cosine "
+        f"{inproc['int8_min_cos']:.3f}; STS-B dev Spearman {spearman['float']:.2f} (float) → {spearman['int8']:.2f} "
+        f"(int8), change {spearman['int8'] - spearman['float']:+.2f}.",
+        END_MARKER,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_block(path: Path, block: str) -> None:
+    """Replace the marked block of ``path`` (or append it under its section title), keeping the rest."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    if BEGIN_MARKER in text and END_MARKER in text:
+        head, rest = text.split(BEGIN_MARKER, 1)
+        text = head + block.rstrip("\n") + rest.split(END_MARKER, 1)[1]
+    else:
+        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n" + block
+    path.write_text(text)
+
+
+# --------------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=6000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=5, help="in-process rounds")
+    parser.add_argument("--process-rounds", type=int, default=3, help="whole-process rounds")
+    parser.add_argument("--model", default="bundled:all-MiniLM-L6-v2")
+    parser.add_argument("--data-root", type=Path, default=default_data_root())
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
+    parser.add_argument("--tolerance", type=float, default=1e-5, help="max abs embedding difference to ST")
+    parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
+    parser.add_argument("--quick", action="store_true", help="smoke run (seconds): 200 texts, one round each")
+    parser.add_argument("--peer-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--texts-file", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.texts, args.rounds, args.process_rounds = 200, 1, 1
+    args.argv = argv
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.peer_child is not None:
+        return peer_child(args)
+    import torch
+
+    from contrastext.models.names import resolve_model
+
+    env = dict(os.environ)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(args.threads)
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    model_path = resolve_model(args.model)
+    texts = stsb_texts(args.data_root, args.texts)
+    work = Path(tempfile.mkdtemp(prefix="bench-encode-"))
+    try:
+        texts_file = work / "texts.txt"
+        texts_file.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        load_before = os.getloadavg()
+        print("in process:", file=sys.stderr)
+        inproc = in_process(args, texts, model_path)
+        print("whole processes:", file=sys.stderr)
+        processes = whole_processes(args, texts_file, model_path, work, env)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = render(args, inproc, processes, load_before)
+    print(report)
+    if args.output is not None:
+        write_block(args.output, report)
+    worst = max(inproc["diff_st"], processes["diff_st"])
+    if worst > args.tolerance:
+        print(f"our embeddings differ from ST's: max abs diff {worst:.2e} > {args.tolerance}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,379 @@
+"""The packed (unpadded) forward equals the padded Hugging Face forward.
+
+- Eval mode: every real token's hidden state, every layer's hidden states and the pooler output equal the padded
+  forward's (≤ 1e-5) for BERT, RoBERTa, XLM-RoBERTa and ELECTRA (its embedding projection included), with the
+  sdpa and the eager attention, a second segment and rows of very different lengths; all-MiniLM-L6-v2 too.
+- Train mode: with dropout off the gradients of every parameter equal the padded path's (≤ 1e-5), through
+  ``TextEncoder`` on all-MiniLM-L6-v2 (its word-embedding output included); with dropout on, the same seed gives
+  the same masks, so the outputs and gradients are the padded path's as well, and the generator ends in the
+  same state.
+- ``TextEncoder``: every pooling gives the padded encoder's features; ``encode`` gives the padded path's
+  embeddings, in input order, and sees weights updated between calls (by a fused AdamW step); a trainer run of
+  SimCSE logs the padded run's losses (≤ 1e-4) and ends with its weights (≤ 1e-5).
+- Fallbacks: other architectures (DistilBERT), relative positions, decoders, gradient checkpointing, hooks on
+  the layers and batches whose rows do not start with a real token take the plain forward.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from transformers import (
+    AutoModel,
+    BertConfig,
+    DistilBertConfig,
+    ElectraConfig,
+    RobertaConfig,
+    XLMRobertaConfig,
+)
+
+from contrastext.data.examples import Example
+from contrastext.methods.simcse import SimCSE
+from contrastext.models import TextEncoder
+from contrastext.models.pooling import POOLING_NAMES
+from contrastext.models.unpadded import packed_forward, pad_rows, unpadding_refusal
+from contrastext.objectives import InfoNCE
+from contrastext.runtime.run_log import read_log
+from contrastext.training.config import TrainConfig
+from contrastext.training.trainer import Trainer
+
+TOLERANCE = 1e-5
+SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
+CONFIGS = {
+    "bert": lambda **kw: BertConfig(vocab_size=99, type_vocab_size=2, **SHAPE, **kw),
+    "roberta": lambda **kw: RobertaConfig(vocab_size=99, pad_token_id=1, max_position_embeddings=66, **SHAPE, **kw),
+    "xlm-roberta": lambda **kw: XLMRobertaConfig(
+        vocab_size=99, pad_token_id=1, max_position_embeddings=66, **SHAPE, **kw
+    ),
+    "electra": lambda **kw: ElectraConfig(vocab_size=99, embedding_size=16, **SHAPE, **kw),
+}
+LENGTHS = [5, 17, 1, 9, 17, 3]
+
+
+def random_backbone(model_type: str, attention: str = "sdpa", dropout: float = 0.0) -> nn.Module:
+    config = CONFIGS[model_type](hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return AutoModel.from_config(config, attn_implementation=attention)
+
+
+def random_batch(backbone: nn.Module, lengths=LENGTHS, segments: bool = True) -> dict[str, torch.Tensor]:
+    """Right-padded rows of random ids (never the pad id), a second segment in the back half of each row."""
+    pad = backbone.config.pad_token_id or 0
+    generator = torch.Generator().manual_seed(1)
+    longest = max(lengths)
+    ids = torch.randint(3, backbone.config.vocab_size, (len(lengths), longest), generator=generator)
+    mask = (torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]).long()
+    batch = {"input_ids": ids.masked_fill(mask == 0, pad), "attention_mask": mask}
+    if segments and backbone.config.type_vocab_size > 1:
+        second = torch.arange(longest)[None, :] >= (torch.tensor(lengths)[:, None] // 2)
+        batch["token_type_ids"] = (second & (mask == 1)).long()
+    return batch
+
+
+def real(tensor: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return tensor[mask.bool()]
+
+
+def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max().detach())
+
+
+def packed(backbone, batch, **kwargs):
+    return packed_forward(backbone, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"), **kwargs)
+
+
+def padded(backbone, batch):
+    return backbone(**batch, output_hidden_states=True)
+
+
+# ------------------------------------------------------------------------------------------- eval mode
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_packed_forward_equals_the_padded_forward_in_eval_mode(model_type, attention):
+    backbone = random_backbone(model_type, attention).eval()
+    assert unpadding_refusal(backbone) is None
+    batch = random_batch(backbone)
+    mask = batch["attention_mask"]
+    with torch.no_grad():
+        reference = padded(backbone, batch)
+        ours = packed(backbone, batch, output_hidden_states=True, output_pooler=True)
+    assert ours is not None
+    assert ours.last_hidden_state.shape == reference.last_hidden_state.shape
+    assert max_diff(real(ours.last_hidden_state, mask), real(reference.last_hidden_state, mask)) <= TOLERANCE
+    assert float(ours.last_hidden_state[mask == 0].abs().max()) == 0.0  # padding positions hold zeros
+    assert len(ours.hidden_states) == len(reference.hidden_states)
+    for layer, (mine, theirs) in enumerate(zip(ours.hidden_states, reference.hidden_states, strict=True)):
+        assert max_diff(real(mine, mask), real(theirs, mask)) <= TOLERANCE, layer
+    if getattr(reference, "pooler_output", None) is not None:  # ELECTRA has no pooler
+        assert max_diff(ours.pooler_output, reference.pooler_output) <= TOLERANCE
+
+
+def test_minilm_packed_forward_equals_the_padded_forward(minilm, texts):
+    backbone = minilm.backbone.eval()
+    batch = minilm.tokenize(texts)
+    with torch.no_grad():
+        reference = backbone(**batch).last_hidden_state
+        ours = packed(backbone, batch).last_hidden_state
+    assert max_diff(real(ours, batch["attention_mask"]), real(reference, batch["attention_mask"])) <= TOLERANCE
+
+
+def test_a_batch_without_padding_takes_the_no_gather_path():
+    backbone = random_backbone("bert").eval()
+    batch = random_batch(backbone, lengths=[7, 7, 7])
+    with torch.no_grad():
+        reference, ours = padded(backbone, batch), packed(backbone, batch)
+    assert max_diff(ours.last_hidden_state, reference.last_hidden_state) <= TOLERANCE
+
+
+# ------------------------------------------------------------------------------------------ train mode
+
+
+def gradients(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.grad.clone() for name, p in module.named_parameters() if p.grad is not None}
+
+
+def loss_of(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """A loss touching every real token differently (padding positions weigh nothing), gradients of order 1."""
+    weights = torch.linspace(-1.0, 1.0, hidden.shape[-1])
+    return (((hidden * weights).sum(-1).tanh() * mask).sum() + hidden[:, 0].pow(2).sum()) / mask.sum()
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta"])
+def test_gradients_equal_the_padded_path_with_dropout_off(model_type):
+    backbone = random_backbone(model_type, dropout=0.0).train()
+    batch = random_batch(backbone)
+    mask = batch["attention_mask"]
+    loss_of(backbone(**batch).last_hidden_state, mask).backward()
+    reference = gradients(backbone)
+    backbone.zero_grad(set_to_none=True)
+    loss_of(packed(backbone, batch).last_hidden_state, mask).backward()
+    ours = gradients(backbone)
+    assert set(ours) <= set(reference) and len(ours) >= len(reference) - 2  # the pooler is not run
+    for name, grad in ours.items():
+        assert max_diff(grad, reference[name]) <= TOLERANCE, name
+
+
+def test_with_dropout_the_same_seed_gives_the_padded_paths_masks():
+    backbone = random_backbone("bert", dropout=0.3).train()
+    batch = random_batch(backbone)
+    mask = batch["attention_mask"]
+    torch.manual_seed(5)
+    reference = backbone(**batch).last_hidden_state
+    reference_state = torch.get_rng_state()
+    loss_of(reference, mask).backward()
+    reference_grads = gradients(backbone)
+    backbone.zero_grad(set_to_none=True)
+    torch.manual_seed(5)
+    ours = packed(backbone, batch).last_hidden_state
+    assert torch.equal(torch.get_rng_state(), reference_state)  # the same random numbers were drawn
+    assert max_diff(real(ours, mask), real(reference, mask)) <= TOLERANCE
+    loss_of(ours, mask).backward()
+    for name, grad in gradients(backbone).items():
+        assert max_diff(grad, reference_grads[name]) <= TOLERANCE, name
+    torch.manual_seed(6)  # and another seed gives other masks
+    other = packed(backbone, batch).last_hidden_state
+    assert max_diff(real(other, mask), real(reference, mask)) > 1e-2
+
+
+def without_dropout(module: nn.Module) -> nn.Module:
+    for child in module.modules():
+        if isinstance(child, nn.Dropout):
+            child.p = 0.0
+    return module
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_text_encoder_training_gradients_equal_the_padded_path(minilm_path, texts, pooling):
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        encoder = without_dropout(TextEncoder.from_pretrained(minilm_path, pooling=pooling, projection="mlp"))
+    encoder.train()
+    batch = encoder.tokenize(texts)
+    results = {}
+    for unpad in (False, True):
+        encoder.unpad = unpad
+        encoder.zero_grad(set_to_none=True)
+        output = encoder(**batch)
+        output.input_embeddings.retain_grad()
+        InfoNCE(temperature=0.05)(output.embedding, output.embedding.roll(1, dims=0)).backward()
+        results[unpad] = (output, gradients(encoder), output.input_embeddings.grad)
+    (plain, plain_grads, plain_input_grad), (ours, our_grads, our_input_grad) = results[False], results[True]
+    assert max_diff(ours.embedding, plain.embedding) <= TOLERANCE
+    assert max_diff(ours.input_embeddings, plain.input_embeddings) == 0.0
+    assert max_diff(our_input_grad, plain_input_grad) <= TOLERANCE  # RECLAIM's v features see the same gradient
+    assert set(our_grads) <= set(plain_grads)
+    assert max(float(g.abs().max()) for g in our_grads.values()) > 1e-3  # gradients are not all near zero
+    for name, grad in our_grads.items():
+        assert max_diff(grad, plain_grads[name]) <= TOLERANCE, name
+
+
+# ---------------------------------------------------------------------------------------- TextEncoder
+
+
+@pytest.mark.parametrize("pooling", POOLING_NAMES)
+def test_every_pooling_gives_the_padded_encoders_features(variant, texts, pooling):
+    encoder = variant(pooling=pooling).eval()
+    batch = encoder.tokenize(texts)
+    with torch.no_grad():
+        encoder.unpad = False
+        plain = encoder(**batch)
+        encoder.unpad = True
+        ours = encoder(**batch)
+    mask = batch["attention_mask"]
+    assert max_diff(ours.embedding, plain.embedding) <= TOLERANCE
+    assert max_diff(ours.pooled, plain.pooled) <= TOLERANCE
+    assert max_diff(real(ours.token_embeddings, mask), real(plain.token_embeddings, mask)) <= TOLERANCE
+    assert torch.equal(ours.input_embeddings, plain.input_embeddings)
+    assert ours.token_embeddings.shape == plain.token_embeddings.shape
+
+
+def test_hidden_states_and_pooler_are_computed_only_when_the_pooling_needs_them(variant, monkeypatch):
+    import contrastext.models.encoder as encoder_module
+
+    seen = []
+    original = encoder_module.packed_forward
+    monkeypatch.setattr(encoder_module, "packed_forward", lambda *a, **kw: seen.append(kw) or original(*a, **kw))
+    with torch.no_grad():
+        for pooling in ("mean", "first_last_avg", "pooler"):
+            encoder = variant(pooling=pooling)
+            encoder(**encoder.tokenize(["a short text"]))
+    assert [(kw["output_hidden_states"], kw["output_pooler"]) for kw in seen] == [
+        (False, False), (True, False), (False, True)
+    ]
+
+
+def test_encode_equals_the_padded_path_in_input_order(minilm, texts):
+    ours = minilm.encode(texts, batch_size=3)
+    minilm.unpad = False
+    try:
+        plain = minilm.encode(texts, batch_size=3)
+    finally:
+        minilm.unpad = True
+    assert np.abs(ours - plain).max() <= 1e-6
+    one_by_one = np.concatenate([minilm.encode([text]) for text in texts])
+    assert np.abs(ours - one_by_one).max() <= TOLERANCE
+
+
+def test_pad_rows_pads_as_the_tokenizer_does(minilm, texts):
+    encoded = minilm.tokenizer(texts, truncation=True, max_length=minilm.max_seq_length)
+    rows = [2, 0, 5]
+    values = {"input_ids": minilm.tokenizer.pad_token_id, "attention_mask": 0, "token_type_ids": 0}
+    expected = minilm.tokenizer([texts[i] for i in rows], padding=True, return_tensors="pt")
+    for left in (False, True):
+        batch = pad_rows(encoded, rows, values, left=left)
+        if not left:
+            for name in values:
+                assert torch.equal(batch[name], expected[name]), name
+        else:
+            assert batch["attention_mask"][:, -1].all() and not batch["attention_mask"][:, 0].all()
+
+
+def test_left_padding_falls_back_to_the_plain_forward(minilm_path, texts):
+    """BERT's positions count from the left edge of the padded row, so left padding changes the numbers in the
+    plain forward as well: the packed path must not run, and ``encode`` pads on the left as the tokenizer would."""
+    encoder = TextEncoder.from_pretrained(minilm_path)
+    assert packed(encoder.backbone, encoder.tokenize(texts)) is not None
+    encoder.tokenizer.padding_side = "left"
+    left_batch = encoder.tokenize(texts)
+    assert packed(encoder.backbone, left_batch) is None  # a row that does not start with a real token
+    ours = encoder.encode(texts, batch_size=4)
+    order = sorted(range(len(texts)), key=lambda i: -len(encoder.tokenizer(texts[i])["input_ids"]))
+    expected = np.empty_like(ours)
+    with torch.no_grad():
+        for start in range(0, len(texts), 4):
+            rows = order[start : start + 4]
+            embedding = encoder.eval()(**encoder.tokenize([texts[i] for i in rows])).embedding
+            expected[rows] = torch.nn.functional.normalize(embedding, dim=-1).numpy()
+    assert np.abs(ours - expected).max() <= 1e-6
+
+
+def test_encode_sees_weights_updated_between_calls(minilm_path, texts):
+    """The fused query/key/value weights are kept for one encode call only: a fused AdamW step updates the
+    weights in place without bumping their version counters, and the next call must see the new weights."""
+    encoder = TextEncoder.from_pretrained(minilm_path)
+    before = encoder.encode(texts)
+    optimizer = torch.optim.AdamW(encoder.parameters(), lr=1e-2, fused=True)
+    for parameter in encoder.parameters():
+        parameter.grad = torch.ones_like(parameter)
+    optimizer.step()
+    after = encoder.encode(texts)
+    encoder.unpad = False
+    plain = encoder.encode(texts)
+    assert np.abs(after - before).max() > 1e-3
+    assert np.abs(after - plain).max() <= 1e-6
+
+
+def test_trainer_with_unpadding_logs_the_padded_runs_losses_and_weights(tmp_path, minilm_path):
+    sentences = [Example((text,), source=f"s:{i}") for i, text in enumerate(
+        " ".join(["word"] * (1 + i % 9) + [str(i)]) for i in range(24))]
+    runs = {}
+    for unpad in (False, True):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            encoder = TextEncoder.from_pretrained(minilm_path, pooling="cls", max_seq_length=16, projection="mlp")
+        method = SimCSE(encoder, InfoNCE(temperature=0.05), supervised=False)
+        settings = {"max_steps": 3, "batch_size": 8, "lr": 1e-4, "log_every": 1, "progress_bar": False,
+                    "mixed_precision": "no", "unpad": unpad}
+        config = TrainConfig(method="simcse-unsup", model="minilm", output_dir=str(tmp_path / str(unpad)), seed=3,
+                             train=settings)
+        Trainer(method, sentences, config).train()
+        assert encoder.unpad is unpad
+        runs[unpad] = (method.state_dict(), [r["loss"] for r in read_log(tmp_path / str(unpad) / "train_log.jsonl")])
+    (plain, plain_losses), (ours, our_losses) = runs[False], runs[True]
+    assert len(our_losses) == 3 and our_losses == pytest.approx(plain_losses, abs=1e-4)  # dropout on, same masks
+    for name, value in ours.items():
+        assert torch.allclose(value, plain[name], atol=TOLERANCE, rtol=0), name
+
+
+# ------------------------------------------------------------------------------------------- fallbacks
+
+
+def test_other_architectures_are_refused_and_encode_through_the_plain_forward(minilm):
+    config = DistilBertConfig(vocab_size=len(minilm.tokenizer), dim=32, n_layers=2, n_heads=2, hidden_dim=64)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        backbone = AutoModel.from_config(config)
+    assert "distilbert" in unpadding_refusal(backbone)
+    encoder = TextEncoder(backbone, minilm.tokenizer)
+    texts = ["a cat", "a much longer sentence about a dog"]
+    assert packed(backbone, encoder.tokenize(texts)) is None
+    ours = encoder.encode(texts)
+    encoder.unpad = False
+    assert np.abs(ours - encoder.encode(texts)).max() == 0.0
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
+        ({"is_decoder": True}, "decoder"),
+    ],
+)
+def test_configurations_outside_bert_layout_are_refused(change, reason):
+    config = CONFIGS["bert"]()
+    for key, value in change.items():
+        setattr(config, key, value)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        backbone = AutoModel.from_config(config)
+    assert reason in unpadding_refusal(backbone)
+    assert packed(backbone, random_batch(backbone)) is None
+
+
+def test_gradient_checkpointing_and_hooks_take_the_plain_forward():
+    backbone = random_backbone("bert")
+    batch = random_batch(backbone)
+    checkpointed = copy.deepcopy(backbone)
+    checkpointed.gradient_checkpointing_enable()
+    assert "checkpointing" in unpadding_refusal(checkpointed)
+    handle = backbone.encoder.layer[1].register_forward_hook(lambda *args: None)
+    assert packed(backbone, batch) is None  # the hook would not fire
+    handle.remove()
+    assert packed(backbone, batch) is not None
