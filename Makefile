@@ -25,8 +25,12 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check contrastext tests bench
 
-bench: setup
+bench: setup  # long (about 1.5 h on 2 cores): run it on a quiet machine
 	$(PY) bench/objectives.py --output BENCHMARKS.md
+	$(PY) bench/train_simcse.py --data-root $(DATA_ROOT) --output BENCHMARKS.md
+	$(PY) bench/encode.py --data-root $(DATA_ROOT) --output BENCHMARKS.md
+	CONTRASTEXT_DATA=$(DATA_ROOT) $(PY) bench/grad_cache_memory.py --output BENCHMARKS.md
+	$(PY) bench/reclaim_overhead.py --output BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) runs

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from contrastext.errors import UnknownNameError
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
 from contrastext.training.config import TrainConfig
-from contrastext.training.trainer import check_output_dir_is_free
+from contrastext.training.trainer import check_output_dir_is_free, check_resume_matches
 
 # Recipe method name -> dotted path of the module that defines its RunSpec.
 RUN_MODULES: dict[str, str] = {
@@ -92,7 +92,9 @@ def run_recipe(config: TrainConfig, data_root: Path | None = None, resume: bool 
     """
     spec = get_run_spec(config.method)
     args = parse_method_args(spec, config)
-    if not resume:
+    if resume:
+        check_resume_matches(config)  # before any model is loaded
+    else:
         check_output_dir_is_free(config)  # before any model is loaded or anything is written
     if spec.run is not None:
         return spec.run(config, args, data_root, resume)

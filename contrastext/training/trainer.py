@@ -155,6 +155,15 @@ def apply_speed_settings(method: Method, unpad: bool, compile: bool) -> None:
         encoder.compile(dynamic=True)
 
 
+def check_resume_matches(config: TrainConfig) -> None:
+    """Refuse ``--resume`` with a config that differs from the latest checkpoint's (keys named), before any model
+    is loaded. Cheap: reads one ``config.yaml``; the trainer checks again the checkpoint it really resumes."""
+    folder = latest_checkpoint(Path(config.output_dir))
+    saved = folder / "config.yaml" if folder is not None else None
+    if saved is not None and saved.is_file():
+        check_resume_config(saved.read_text(encoding="utf-8"), config, str(folder))
+
+
 class Trainer:
     """Trains a :class:`~contrastext.training.method.Method` on a list of examples (see module docstring).
 

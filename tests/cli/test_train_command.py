@@ -104,3 +104,16 @@ def test_an_unknown_recipe_name_lists_the_shipped_ones(tmp_path, data_root, caps
     argv = ["train", "simcse-unsupervised", "--output", str(tmp_path), "--data-root", str(data_root)]
     message = one_line_error(*run(argv, capsys)[::2])
     assert "simcse-unsupervised" in message and "simcse-unsup" in message and "capt-continued" in message
+
+
+def test_resume_with_a_changed_lr_is_refused_naming_the_key(tmp_path, tiny_bert_path, data_root, capsys):
+    """Through the CLI: a run, then --resume with another learning rate: one error line, nothing rewritten."""
+    output = tmp_path / "run"
+    argv = ["train", RECIPE, *with_sets(*FAST, f"model={tiny_bert_path}"), "--output", str(output),
+            "--data-root", str(data_root)]
+    code, _, stderr = run(argv, capsys)
+    assert code == 0, stderr
+    config_text = (output / "config.yaml").read_text()
+    message = one_line_error(*run([*argv, *with_sets("train.lr=0.001"), "--resume"], capsys)[::2])
+    assert "--resume" in message and "train.lr" in message and "0.001" in message
+    assert (output / "config.yaml").read_text() == config_text
