@@ -325,7 +325,8 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Train
 
 
 def _empty_lists(raw: dict, overridden: Iterable[str]) -> None:
-    """``--set eval.tasks=`` (an empty value, read as null) clears a list key, as ``eval.tasks=[]`` does."""
+    """``--set eval.tasks=`` (an empty value, read as null) clears a list key, as ``eval.tasks=[]`` does; one
+    value (``--set eval.tasks=stsb:dev``) is a list of one."""
     for key in overridden:
         parts = key.split(".")
         model: type[BaseModel] | None = TrainConfig
@@ -339,8 +340,11 @@ def _empty_lists(raw: dict, overridden: Iterable[str]) -> None:
         node = raw
         for part in parts[:-1]:
             node = node[part]
-        if node.get(parts[-1]) is None:
+        value = node.get(parts[-1])
+        if value is None:
             node[parts[-1]] = []
+        elif isinstance(value, str | int | float) and not isinstance(value, bool):
+            node[parts[-1]] = [value]
 
 
 def _decode(data: bytes, file: str) -> str:

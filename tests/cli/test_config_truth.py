@@ -187,3 +187,11 @@ def test_config_md_documents_the_rules_and_every_method():
     assert "--set a=1 b=2" in text and "wins over the file" in text
     for name in method_names():
         assert f"### `{name}`" in text
+
+
+def test_one_value_for_a_list_key_is_a_list_of_one():
+    from contrastext.runs.recipes import recipe_path
+    from contrastext.training.config import load_config
+
+    config = load_config(recipe_path("mnrl"), ["eval.tasks=sts:my_sts.csv", "data.tasks=sst2"])
+    assert config.eval.tasks == ["sts:my_sts.csv"] and config.data.tasks == ["sst2"]
