@@ -48,6 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import markdown_block  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 BEGIN_MARKER = "<!-- begin bench/encode.py -->"
 END_MARKER = "<!-- end bench/encode.py -->"
@@ -237,14 +240,8 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
 
 
 def write_block(path: Path, block: str) -> None:
-    """Replace the marked block of ``path`` (or append it under its section title), keeping the rest."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN_MARKER in text and END_MARKER in text:
-        head, rest = text.split(BEGIN_MARKER, 1)
-        text = head + block.rstrip("\n") + rest.split(END_MARKER, 1)[1]
-    else:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n" + block
-    path.write_text(text)
+    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
+    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, SECTION)
 
 
 # --------------------------------------------------------------------------------------------------- main

@@ -56,6 +56,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import markdown_block  # noqa: E402
+
 BEGIN_MARKER = "<!-- begin bench/grad_cache_memory.py -->"
 END_MARKER = "<!-- end bench/grad_cache_memory.py -->"
 SECTION = "## Big batches in bounded memory (GradCache)"
@@ -362,15 +365,8 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], results: li
 
 
 def write_block(path: Path, block: str) -> None:
-    """Replace the marked block of ``path`` (or append it under its section), keeping the rest of the file."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN_MARKER in text and END_MARKER in text:
-        head, rest = text.split(BEGIN_MARKER, 1)
-        tail = rest.split(END_MARKER, 1)[1]
-        text = head + block.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n" + block
-    path.write_text(text)
+    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
+    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, SECTION)
 
 
 def tiny_model(folder: Path) -> str:

@@ -65,6 +65,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.profiler import ProfilerActivity, profile, record_function
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import markdown_block  # noqa: E402
+
 BEGIN_MARKER = "<!-- begin bench/objectives.py -->"
 END_MARKER = "<!-- end bench/objectives.py -->"
 MIB = 2**20
@@ -414,15 +417,8 @@ def render(
 
 
 def write_block(path: Path, block: str) -> None:
-    """Replace the marked block of ``path`` (or append it), keeping the rest of the file."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN_MARKER in text and END_MARKER in text:
-        head, rest = text.split(BEGIN_MARKER, 1)
-        tail = rest.split(END_MARKER, 1)[1]
-        text = head + block.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + "\n\n## Objectives and top-K search\n\n" + block
-    path.write_text(text)
+    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
+    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, "## Objectives and top-K search")
 
 
 # ------------------------------------------------------------------------------------------------------ CLI

@@ -83,6 +83,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import markdown_block  # noqa: E402
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
@@ -524,15 +527,8 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
 
 
 def write_block(path: Path, block: str) -> None:
-    """Replace the marked block of ``path`` (or append it under its heading), keeping the rest of the file."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN_MARKER in text and END_MARKER in text:
-        head, rest = text.split(BEGIN_MARKER, 1)
-        tail = rest.split(END_MARKER, 1)[1]
-        text = head + block.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n" + block
-    path.write_text(text)
+    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
+    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, HEADING)
 
 
 # ------------------------------------------------------------------------------------------------------ CLI

@@ -51,6 +51,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import markdown_block  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 BEGIN_MARKER = "<!-- begin bench/train_simcse.py -->"
 END_MARKER = "<!-- end bench/train_simcse.py -->"
@@ -268,14 +271,8 @@ def render(args, results: Results, load_before: tuple[float, ...], tokens: tuple
 
 
 def write_block(path: Path, block: str) -> None:
-    """Replace the marked block of ``path`` (or append it under its section title), keeping the rest."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN_MARKER in text and END_MARKER in text:
-        head, rest = text.split(BEGIN_MARKER, 1)
-        text = head + block.rstrip("\n") + rest.split(END_MARKER, 1)[1]
-    else:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n" + block
-    path.write_text(text)
+    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
+    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, SECTION)
 
 
 # --------------------------------------------------------------------------------------------------- main

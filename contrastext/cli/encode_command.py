@@ -16,7 +16,6 @@ Face traceback, and the output checks
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import tempfile
@@ -36,6 +35,7 @@ from contrastext.errors import (
     MissingDataError,
     NonFiniteError,
 )
+from contrastext.models.quiet import quiet_transformers
 
 MODEL_HELP = (
     "Folder of a saved model (ours, sentence-transformers or Hugging Face), bundled:all-MiniLM-L6-v2, or a "
@@ -96,7 +96,7 @@ def load_model(model: str | Path, trust_remote_code: bool = False):
     if local and not path.is_dir():
         raise ContrastextError(f"model {model}: not a folder (give the folder of a saved model)")
     try:
-        with _quiet_loading():
+        with quiet_transformers():
             if local:
                 return TextEncoder.load(path, trust_remote_code=trust_remote_code)
             return TextEncoder.from_pretrained(source, trust_remote_code=trust_remote_code)
@@ -108,20 +108,6 @@ def load_model(model: str | Path, trust_remote_code: bool = False):
         raise ContrastextError(
             f"model {model}: cannot load a model from {where} ({type(error).__name__}: {reason})"
         ) from error
-
-
-@contextlib.contextmanager
-def _quiet_loading():
-    """No Hugging Face progress bars while the weights load (they are noise on stderr for a CLI)."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
 
 
 def read_texts(path: Path) -> list[str]:

@@ -45,7 +45,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -58,6 +57,7 @@ import torch
 from torch import Tensor, nn
 
 from contrastext.errors import ConfigError, ContrastextError, MissingDataError
+from contrastext.models.quiet import quiet_transformers
 
 CONTRASTEXT_CONFIG = "contrastext_config.json"
 CLASSIFIER_KEY = "classifier"
@@ -138,20 +138,6 @@ def plan_export(encoder, num_outputs: int) -> ExportPlan:
             f"encoder: the exact ELECTRA route needs 2 x labels <= hidden size"
         )
     return ExportPlan("electra-cls", "ElectraForSequenceClassification", "electra")
-
-
-@contextlib.contextmanager
-def quiet_transformers():
-    """No transformers progress bars ("Loading weights", "Writing model shards") while inside."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
 
 
 def _cpu_state(module: nn.Module) -> dict[str, Tensor]:
