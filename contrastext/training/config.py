@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -343,8 +343,8 @@ def _empty_lists(raw: dict, overridden: Iterable[str]) -> None:
         value = node.get(parts[-1])
         if value is None:
             node[parts[-1]] = []
-        elif isinstance(value, str | int | float) and not isinstance(value, bool):
-            node[parts[-1]] = [value]
+        elif isinstance(value, str) and get_args(field.annotation) == (str,):
+            node[parts[-1]] = [value]  # a list of free text (task specs); fields with own forms keep them
 
 
 def _decode(data: bytes, file: str) -> str:
