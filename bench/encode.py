@@ -13,13 +13,18 @@ all-MiniLM-L6-v2, batch ``--batch-size``, L2-normalised embeddings on both sides
   ``TextEncoder.encode`` (what ``contrastext encode`` calls: batches sorted by token length, the texts tokenised
   once, inference mode, the packed forward of ``contrastext/models/unpadded.py``), the same with
   ``encoder.unpad = False`` (the padded forward), with ``--quantize int8`` (dynamic int8 linear layers), and
-  ``SentenceTransformer.encode(texts, batch_size, normalize_embeddings=True)``. ``--rounds`` rounds,
+  ``SentenceTransformer.encode(texts, batch_size, normalize_embeddings=True)``. "ours" packs a batch only when
+  it holds at least ``unpad_min_padding`` (10 %) padding, which length-sorted batches rarely do; "always
+  packed" packs every batch. ``--rounds`` rounds,
   round-robin, the order reversed every round; medians.
 - **Whole process**: ``contrastext encode --model M --input FILE --output OUT.npy --batch-size B --no-progress``
   (also with ``--quantize int8``) against a Python process that imports sentence-transformers, loads the model,
   reads the file, encodes and saves the ``.npy`` (this script with ``--peer-child``), ``--process-rounds`` rounds
   round-robin; medians of the wall times.
 - **Same embeddings**: max abs difference between ours and ST's (in process and between the saved files).
+- **Where the time goes**: one encode call of ours under ``torch.profiler``, self CPU time by op group
+  (attention, linear layers, LayerNorm, GELU, embeddings, copies), the tokenisation time, and for the whole
+  processes the start-up (a fresh Python that imports what each side imports).
 - **int8**: its max abs difference and smallest cosine to the float embeddings, and the STS-B dev Spearman of
   the float and the int8 model (``contrastext.evaluation.sts.evaluate_sts``), with the change.
 
@@ -91,7 +96,9 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
 
     from contrastext.cli.encode_command import load_model, quantize_encoder
 
-    ours = load_model(model_path)
+    ours = load_model(model_path)  # packs only batches with >= unpad_min_padding padding (sorted ones: rarely)
+    packed = load_model(model_path)
+    packed.unpad_min_padding = 0.0  # every batch packed
     padded = load_model(model_path)
     padded.unpad = False
     int8 = quantize_encoder(load_model(model_path), "int8")
@@ -99,6 +106,7 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
     batch = args.batch_size
     encoders = {
         "ours": lambda: ours.encode(texts, batch_size=batch, normalize=True),
+        "ours, always packed": lambda: packed.encode(texts, batch_size=batch, normalize=True),
         "ours, padded": lambda: padded.encode(texts, batch_size=batch, normalize=True),
         "ours, --quantize int8": lambda: int8.encode(texts, batch_size=batch, normalize=True),
         "sentence-transformers": lambda: theirs.encode(
@@ -107,6 +115,7 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
     }
     warm = texts[:64]
     ours.encode(warm, batch_size=batch)
+    packed.encode(warm, batch_size=batch)
     padded.encode(warm, batch_size=batch)
     int8.encode(warm, batch_size=batch)
     theirs.encode(warm, batch_size=batch, show_progress_bar=False)
@@ -117,12 +126,61 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
     return {
         "times": times,
         "diff_st": float(np.abs(embeddings["ours"] - reference).max()),
-        "diff_padded": float(np.abs(embeddings["ours, padded"] - embeddings["ours"]).max()),
+        "diff_padded": float(np.abs(embeddings["ours, padded"] - embeddings["ours, always packed"]).max()),
         "int8_diff": float(np.abs(quantized - embeddings["ours"]).max()),
         "int8_min_cos": float((quantized * embeddings["ours"]).sum(axis=1).min()),
         "spearman": stsb_dev_spearman(args, {"float": ours, "int8": int8}),
         "threads": torch.get_num_threads(),
+        "profile": where_the_time_goes(ours, texts, batch),
     }
+
+
+# Self CPU time of the profiler's ops, by the layer kind they serve (first matching pattern wins).
+OP_GROUPS = (
+    ("attention (SDPA, softmax, batched matmul)", ("scaled_dot_product", "softmax", "bmm", "flash", "attention")),
+    ("linear layers (QKV, output, FFN)", ("addmm", "aten::mm", "linear", "matmul")),
+    ("LayerNorm", ("layer_norm",)),
+    ("GELU", ("gelu",)),
+    ("embeddings", ("embedding",)),
+    ("copies, reshapes, gathers", ("copy", "cat", "clone", "contiguous", "index", "view", "reshape", "transpose",
+                                   "permute", "empty", "to", "select", "slice", "expand", "pad", "stack")),
+)
+
+
+def op_group(name: str) -> str:
+    lowered = name.lower()
+    for group, patterns in OP_GROUPS:
+        if any(pattern in lowered for pattern in patterns):
+            return group
+    return "other (pooling, normalising, Python)"
+
+
+def where_the_time_goes(encoder, texts: list[str], batch: int) -> dict:
+    """Tokenisation time, and the encode call's self CPU time by op group (torch.profiler, one call)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    start = time.perf_counter()
+    encoder.tokenizer(texts, truncation=True, max_length=encoder.max_seq_length)
+    tokenize_s = time.perf_counter() - start
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        encoder.encode(texts, batch_size=batch, normalize=True)
+    call_s = time.perf_counter() - start
+    groups: dict[str, float] = {}
+    for event in prof.key_averages():
+        group = op_group(event.key)
+        groups[group] = groups.get(group, 0.0) + event.self_cpu_time_total / 1e6
+    return {"tokenize_s": tokenize_s, "profiled_call_s": call_s, "groups": groups}
+
+
+def import_seconds(code: str, env: dict[str, str], rounds: int) -> float:
+    """Median wall time of a fresh Python process that runs ``code`` (the imports a command pays at start)."""
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def stsb_dev_spearman(args, encoders: dict) -> dict[str, float]:
@@ -142,6 +200,10 @@ def stsb_dev_spearman(args, encoders: dict) -> dict[str, float]:
 def contrastext_command() -> list[str]:
     script = Path(sys.executable).with_name("contrastext")
     return [str(script)] if script.is_file() else [sys.executable, "-m", "contrastext"]
+
+
+OUR_IMPORTS = "import contrastext.cli.encode_command, contrastext.models.encoder"
+PEER_IMPORTS = "import sentence_transformers"
 
 
 def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: dict[str, str]) -> dict:
@@ -169,7 +231,11 @@ def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: di
 
     times = median_times({name: runner(command) for name, command in commands.items()}, args.process_rounds)
     diff = float(np.abs(np.load(outputs["ours"]) - np.load(outputs["st"])).max())
-    return {"times": times, "diff_st": diff}
+    imports = {
+        "contrastext encode": import_seconds(OUR_IMPORTS, env, args.process_rounds),
+        "sentence-transformers script": import_seconds(PEER_IMPORTS, env, args.process_rounds),
+    }
+    return {"times": times, "diff_st": diff, "imports": imports}
 
 
 def peer_child(args) -> int:
@@ -222,6 +288,28 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
     lines += ["", "| whole process | median s | ST / arm (median of rounds) |", "|---|---:|---:|"]
     for name, values in processes["times"].items():
         lines.append(f"| `{name}` | {statistics.median(values):.2f} | {speedup(processes['times'], name, script):.2f} |")
+    profile = inproc["profile"]
+    total = sum(profile["groups"].values()) or 1.0
+    lines += [
+        "",
+        f"Where the time goes: one profiled encode call of ours ({profile['profiled_call_s']:.2f} s under "
+        f"torch.profiler; tokenising the {args.texts} texts alone takes {profile['tokenize_s']:.2f} s), self CPU "
+        "time by op group:",
+        "",
+        "| op group | self CPU s | share |",
+        "|---|---:|---:|",
+    ]
+    for group, seconds in sorted(profile["groups"].items(), key=lambda item: -item[1]):
+        lines.append(f"| {group} | {seconds:.2f} | {100 * seconds / total:.0f} % |")
+    imports = processes["imports"]
+    lines += [
+        "",
+        "Start-up of the whole processes (median wall time of a fresh Python that only imports what the command "
+        "imports): " + "; ".join(
+            f"`{name}` {seconds:.2f} s of {statistics.median(processes['times'][name]):.2f} s"
+            for name, seconds in imports.items()
+        ) + ".",
+    ]
     call = speedup(inproc["times"], "ours", peer)
     whole = speedup(processes["times"], "contrastext encode", script)
     spearman = inproc["spearman"]
@@ -230,7 +318,7 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
         f"- Goal (issue 11): encoding ≥ 1.3× sentence-transformers: **{call:.2f}×** for the encode call, "
         f"**{whole:.2f}×** whole process ({'met' if min(call, whole) >= 1.3 else 'not met'}).",
         f"- Same embeddings: max abs difference to ST {inproc['diff_st']:.1e} in process, {processes['diff_st']:.1e} "
-        f"between the saved files; packed vs padded forward {inproc['diff_padded']:.1e}.",
+        f"between the saved files; always-packed vs padded forward {inproc['diff_padded']:.1e}.",
         f"- `--quantize int8`: max abs difference to the float embeddings {inproc['int8_diff']:.2f}, smallest cosine "
         f"{inproc['int8_min_cos']:.3f}; STS-B dev Spearman {spearman['float']:.2f} (float) → {spearman['int8']:.2f} "
         f"(int8), change {spearman['int8'] - spearman['float']:+.2f}.",

@@ -32,17 +32,33 @@ app = typer.Typer(
 USAGE_EXIT_CODE = 2
 
 
-def _register_commands() -> None:
-    # Imported for their side effect: each module adds its command to `app`.
-    from contrastext.cli import (  # noqa: F401
-        compare_command,
-        demo_command,
-        encode_command,
-        eval_command,
-        plot_command,
-        predict_command,
-        train_command,
-    )
+# Sub-command name -> the module that registers it.
+COMMAND_MODULES: dict[str, str] = {
+    "train": "train_command",
+    "eval": "eval_command",
+    "encode": "encode_command",
+    "predict": "predict_command",
+    "plot": "plot_command",
+    "compare": "compare_command",
+    "demo": "demo_command",
+}
+
+
+@app.callback()
+def _group() -> None:
+    """Contrastive learning of text representations: train, evaluate and use sentence encoders."""
+
+
+def _register_commands(argv: list[str] | None = None) -> None:
+    """Import the module of the sub-command on the command line, or every one (for the help and unknown names).
+
+    Imported for their side effect: each module adds its command to ``app``. One module only keeps a command's
+    start-up free of the others' imports (``encode`` does not import scikit-learn through ``eval``).
+    """
+    words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
+    chosen = COMMAND_MODULES.get(words[0]) if words else None
+    for module in [chosen] if chosen else COMMAND_MODULES.values():
+        importlib.import_module(f"contrastext.cli.{module}")
 
 
 def one_line(message: str) -> str:
@@ -64,7 +80,7 @@ def usage_message(error) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script: run the command, turn user errors into one line and exit code 2."""
-    _register_commands()
+    _register_commands(argv)
     try:
         result = app(args=argv, standalone_mode=False)
     except NoArgsIsHelpError:

@@ -243,13 +243,15 @@ def test_hidden_states_and_pooler_are_computed_only_when_the_pooling_needs_them(
     with torch.no_grad():
         for pooling in ("mean", "first_last_avg", "pooler"):
             encoder = variant(pooling=pooling)
+            encoder.unpad_min_padding = 0.0  # one text: no padding at all
             encoder(**encoder.tokenize(["a short text"]))
     assert [(kw["output_hidden_states"], kw["output_pooler"]) for kw in seen] == [
         (False, False), (True, False), (False, True)
     ]
 
 
-def test_encode_equals_the_padded_path_in_input_order(minilm, texts):
+def test_encode_equals_the_padded_path_in_input_order(minilm, texts, monkeypatch):
+    monkeypatch.setattr(minilm, "unpad_min_padding", 0.0)  # pack even the nearly unpadded sorted batches
     ours = minilm.encode(texts, batch_size=3)
     minilm.unpad = False
     try:
@@ -259,6 +261,27 @@ def test_encode_equals_the_padded_path_in_input_order(minilm, texts):
     assert np.abs(ours - plain).max() <= 1e-6
     one_by_one = np.concatenate([minilm.encode([text]) for text in texts])
     assert np.abs(ours - one_by_one).max() <= TOLERANCE
+
+
+def test_only_batches_with_enough_padding_are_packed(minilm, monkeypatch):
+    """Length-sorted inference batches carry little padding: there the gathers of the packed path cost more
+    than they save, so the padded forward runs below ``unpad_min_padding`` (10 % by default)."""
+    import contrastext.models.encoder as encoder_module
+
+    calls = []
+    original = encoder_module.packed_forward
+    monkeypatch.setattr(encoder_module, "packed_forward", lambda *a, **kw: calls.append(1) or original(*a, **kw))
+    assert minilm.unpad_min_padding == encoder_module.UNPAD_MIN_PADDING == 0.1
+    even = minilm.tokenize(["one two three four", "five six seven eight"])  # same length: no padding
+    uneven = minilm.tokenize(["one", "five six seven eight nine ten eleven twelve"])
+    assert encoder_module.padding_share(even["attention_mask"]) == 0.0
+    assert encoder_module.padding_share(uneven["attention_mask"]) >= 0.1
+    with torch.no_grad():
+        minilm(**even)
+        assert calls == []
+        minilm(**uneven)
+        assert calls == [1]
+    assert encoder_module.padding_share(torch.zeros(0, 4)) == 0.0
 
 
 def test_pad_rows_pads_as_the_tokenizer_does(minilm, texts):
@@ -298,6 +321,7 @@ def test_encode_sees_weights_updated_between_calls(minilm_path, texts):
     """The fused query/key/value weights are kept for one encode call only: a fused AdamW step updates the
     weights in place without bumping their version counters, and the next call must see the new weights."""
     encoder = TextEncoder.from_pretrained(minilm_path)
+    encoder.unpad_min_padding = 0.0  # pack even the nearly unpadded sorted batches
     before = encoder.encode(texts)
     optimizer = torch.optim.AdamW(encoder.parameters(), lr=1e-2, fused=True)
     for parameter in encoder.parameters():
