@@ -127,11 +127,15 @@ def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool = False
         bundle.method, bundle.train_examples, config, evaluator=bundle.evaluator, batch_sampler=bundle.batch_sampler
     )
     result = trainer.train(resume=resume)
-    reuse = result.best_step is not None and result.best_step == result.last_step and result.last_metrics
+    # The last evaluation scored the final weights; they are the weights to report when they were the best or
+    # when no checkpoint was ever best (metric_for_best null): no need to evaluate them again.
+    final_scored = bool(result.last_metrics) and result.last_metrics_step == result.last_step
+    best_is_final = result.best_step == result.last_step or result.best_checkpoint is None
+    reuse = final_scored and best_is_final
     if not reuse and result.best_checkpoint is not None:
         load_method_state(bundle.method, result.best_checkpoint)
     bundle.method.eval()
-    if reuse:  # the last evaluation was of the best weights: no need to evaluate them again
+    if reuse:
         metrics = dict(result.last_metrics)
     else:
         metrics = dict(bundle.evaluator(bundle.method)) if bundle.evaluator is not None else {}

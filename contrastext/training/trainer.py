@@ -83,6 +83,7 @@ class TrainResult:
     log_path: Path | None = None
     stopped_early: bool = False
     last_metrics: dict[str, float] = field(default_factory=dict)
+    last_metrics_step: int | None = None  # the step whose weights last_metrics scored
     start_metrics: dict[str, float] = field(default_factory=dict)  # with train.eval_at_start
 
 
@@ -320,6 +321,7 @@ class Trainer:
             return {}
         metrics = self._evaluate(run.method, run.accelerator)
         run.result.last_metrics = metrics
+        run.result.last_metrics_step = run.state.step
         if self._update_best(metrics, run.state) and run.main:
             check_finite_weights(run.method, run.state.step, "best/")
             self._export_best(run.method, run.best_folder, run.state)

@@ -124,3 +124,23 @@ def test_same_seed_same_run_including_the_randomly_initialised_mlp(tmp_path, tin
         run_recipe(config, data_root)
         runs.append([record["loss"] for record in read_log(tmp_path / name)])
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("metric_for_best", ["stsb_dev_spearman", "null"])
+def test_the_final_weights_are_evaluated_once_when_they_are_the_ones_reported(
+    metric_for_best, tmp_path, tiny_bert_path, data_root
+):
+    """The trainer always scores the last step; with no checkpoint selection (or the last step best) the stage
+    reports that evaluation instead of scoring the same weights a second time."""
+    config = config_for("simcse-unsup", tmp_path, tiny_bert_path, f"train.metric_for_best={metric_for_best}")
+    spec = get_run_spec("simcse-unsup")
+    bundle = spec.build(config, config.method_args_as(spec.args_model), data_root)
+    calls = []
+    evaluator = bundle.evaluator
+    bundle.evaluator = lambda method: calls.append(1) or evaluator(method)
+
+    summary = run_training(config, bundle, resume=False)
+
+    assert len(calls) == 1  # eval_every = max_steps = 3: one evaluation, at the last step
+    last = [r for r in read_log(tmp_path) if "eval/stsb_dev_spearman" in r][-1]
+    assert summary["metrics"]["stsb_dev_spearman"] == last["eval/stsb_dev_spearman"]
