@@ -1,0 +1,387 @@
+"""What every experiment script shares: resumable run records, the time budget, the load average, seeds
+statistics with a bootstrap interval, the verdict rule, markdown tables and the command line.
+
+An experiment is a list of *runs*, each one training (or one measurement) named by ``(setting, seed)``. Its
+records live in ``docs/results/<name>.json``: a list of dicts
+
+    {"setting": str, "seed": int, "config": {...}, "metrics": {...}, "wall_s": float,
+     "load_before": [1, 5, 15 min], "load_after": [...], "finished_at": ISO time}
+
+A run whose ``(setting, seed)`` is already in the file is skipped, so an experiment can be spread over several
+sittings: ``--budget-minutes N`` stops starting new runs once the next one (estimated from the mean of the runs
+done in this sitting, or ``first_estimate_s``) would not finish within N minutes of the start; the next call
+goes on where this one stopped. The file is rewritten after every run (atomically), so an interrupted sitting
+loses at most the run in flight.
+
+The verdict rule of issue 12: the 95 % bootstrap interval of the mean paired difference (treatment − baseline,
+matched by seed / draw) must exclude 0 in the paper's direction for "reproduced"; otherwise "not reproduced
+at this scale".
+
+Example::
+
+    store = RecordStore("scl_noise", results_dir)
+    budget = Budget(minutes=args.budget_minutes)
+    for setting, seed in plan:
+        if store.has(setting, seed):
+            continue
+        if not budget.allows_another():
+            break
+        with budget.timed_run() as run:
+            metrics = train_one(...)
+        store.add(setting, seed, config, metrics, run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "docs" / "results"
+RUNS_DIR = REPO / "runs" / "experiments"
+DEFAULT_BUDGET_MINUTES = 90.0
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages (``os.getloadavg``), rounded to 2 decimals."""
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+# ---------------------------------------------------------------------------------------------- records
+
+
+class RecordStore:
+    """The run records of one experiment in ``<results_dir>/<name>.json`` (read back on creation)."""
+
+    def __init__(self, name: str, results_dir: str | Path = RESULTS_DIR):
+        self.name = name
+        self.results_dir = Path(results_dir)
+        self.path = self.results_dir / f"{name}.json"
+        self.records: list[dict] = []
+        if self.path.exists():
+            payload = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(payload, list):
+                raise ValueError(
+                    f"{self.path}: expected a list of run records, found {type(payload).__name__} "
+                    "(an older format: move it away to start the experiment afresh)"
+                )
+            self.records = payload
+
+    def has(self, setting: str, seed: int) -> bool:
+        return any(r["setting"] == setting and r["seed"] == seed for r in self.records)
+
+    def get(self, setting: str, seed: int) -> dict | None:
+        for record in self.records:
+            if record["setting"] == setting and record["seed"] == seed:
+                return record
+        return None
+
+    def add(self, setting: str, seed: int, config: dict, metrics: dict, run: RunTiming, **extra) -> dict:
+        """Append one finished run and rewrite the file atomically."""
+        record = {
+            "setting": setting,
+            "seed": int(seed),
+            "config": config,
+            "metrics": metrics,
+            "wall_s": round(run.wall_s, 2),
+            "load_before": run.load_before,
+            "load_after": run.load_after,
+            "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            **extra,
+        }
+        self.records = [r for r in self.records if not (r["setting"] == setting and r["seed"] == seed)]
+        self.records.append(record)
+        self.save()
+        return record
+
+    def save(self) -> None:
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.records, indent=1, sort_keys=False) + "\n"
+        handle, temporary = tempfile.mkstemp(dir=self.results_dir, prefix=f".{self.name}.", suffix=".json")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o644)  # mkstemp makes it 0600
+        os.replace(temporary, self.path)
+
+    def values(self, setting: str, key: str) -> dict[int, float]:
+        """``seed -> metrics[key]`` of one setting (runs that lack the key are left out)."""
+        return {
+            r["seed"]: float(r["metrics"][key])
+            for r in self.records
+            if r["setting"] == setting and r["metrics"].get(key) is not None
+        }
+
+    def settings(self) -> list[str]:
+        seen: list[str] = []
+        for record in self.records:
+            if record["setting"] not in seen:
+                seen.append(record["setting"])
+        return seen
+
+    def load_range(self) -> tuple[float, float] | None:
+        """The lowest and highest 1-minute load average recorded before or after any run."""
+        loads = [r[key][0] for r in self.records for key in ("load_before", "load_after") if r.get(key)]
+        return (min(loads), max(loads)) if loads else None
+
+    def total_wall_s(self) -> float:
+        return sum(float(r.get("wall_s", 0.0)) for r in self.records)
+
+
+# ----------------------------------------------------------------------------------------------- budget
+
+
+class RunTiming:
+    """Wall time and load averages of one run (filled by :meth:`Budget.timed_run`)."""
+
+    def __init__(self, load_before: list[float] | None = None, load_after: list[float] | None = None,
+                 wall_s: float = 0.0):
+        self.load_before = list(load_before or [])
+        self.load_after = list(load_after or [])
+        self.wall_s = wall_s
+
+
+class Budget:
+    """Stop starting runs once the next one would end past ``minutes`` after the start of this sitting."""
+
+    def __init__(self, minutes: float, first_estimate_s: float = 60.0):
+        self.seconds = float(minutes) * 60.0
+        self.start = time.perf_counter()
+        self.first_estimate_s = first_estimate_s
+        self.durations: list[float] = []
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def estimate(self) -> float:
+        return statistics.fmean(self.durations) if self.durations else self.first_estimate_s
+
+    def allows_another(self, estimate_s: float | None = None) -> bool:
+        needed = self.estimate() if estimate_s is None else estimate_s
+        return self.elapsed() + needed <= self.seconds
+
+    @contextlib.contextmanager
+    def timed_run(self) -> Iterator[RunTiming]:
+        timing = RunTiming(load_before=load_average())
+        start = time.perf_counter()
+        yield timing
+        timing.wall_s = time.perf_counter() - start
+        timing.load_after = load_average()
+        self.durations.append(timing.wall_s)
+
+
+def run_plan(
+    store: RecordStore,
+    plan: Iterable[tuple[str, int]],
+    run_one: Callable[[str, int], tuple[dict, dict]],
+    budget: Budget,
+    estimate: Callable[[str, int], float] | None = None,
+) -> int:
+    """Run every ``(setting, seed)`` of ``plan`` not yet in ``store`` while the budget allows.
+
+    ``run_one(setting, seed) -> (config, metrics)``. ``estimate(setting, seed)`` (seconds) overrides the
+    budget's running mean, for plans whose runs differ much in size. Returns the number of runs still missing.
+    """
+    plan = list(plan)
+    missing = [(s, seed) for s, seed in plan if not store.has(s, seed)]
+    print(f"[{store.name}] {len(plan) - len(missing)}/{len(plan)} runs already recorded in {store.path}", flush=True)
+    for index, (setting, seed) in enumerate(missing):
+        guess = estimate(setting, seed) if estimate else None
+        if not budget.allows_another(guess):
+            left = len(missing) - index
+            print(
+                f"[{store.name}] budget reached after {budget.elapsed() / 60:.1f} min: {left} run(s) left for "
+                "the next sitting (run the same command again)",
+                flush=True,
+            )
+            return left
+        with budget.timed_run() as timing:
+            config, metrics = run_one(setting, seed)
+        store.add(setting, seed, config, metrics, timing)
+        print(
+            f"[{store.name}] {setting} seed {seed}: {timing.wall_s:.0f} s, load {timing.load_before[0]} -> "
+            f"{timing.load_after[0]} ({index + 1}/{len(missing)} this sitting)",
+            flush=True,
+        )
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- statistics
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof 1; 0 for one value; nan for none)."""
+    values = [float(v) for v in values]
+    if not values:
+        return math.nan, math.nan
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def bootstrap_interval(
+    differences: Sequence[float], confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``differences`` (scipy.stats.bootstrap).
+
+    One difference gives (nan, nan); identical differences give the degenerate interval (d, d).
+    """
+    data = np.asarray(differences, dtype=float)
+    if data.size < 2:
+        return math.nan, math.nan
+    if np.allclose(data, data[0]):
+        return float(data[0]), float(data[0])
+    from scipy.stats import bootstrap
+
+    result = bootstrap(
+        (data,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=resamples,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+class Comparison:
+    """Treatment vs baseline over the seeds both have (paired by seed / draw).
+
+    ``direction`` +1: the paper says treatment > baseline; -1: treatment < baseline. (A plain class, not a
+    dataclass: test files load this module from its path without registering it in ``sys.modules``.)
+    """
+
+    def __init__(self, treatment: str, baseline: str, key: str, seeds: list[int], treatment_values: list[float],
+                 baseline_values: list[float], mean_difference: float, low: float, high: float, direction: int):
+        self.treatment, self.baseline, self.key = treatment, baseline, key
+        self.seeds, self.treatment_values, self.baseline_values = seeds, treatment_values, baseline_values
+        self.mean_difference, self.low, self.high, self.direction = mean_difference, low, high, direction
+
+    @property
+    def reproduced(self) -> bool:
+        if math.isnan(self.low) or math.isnan(self.high):
+            return False
+        return self.low > 0 if self.direction > 0 else self.high < 0
+
+    @property
+    def verdict(self) -> str:
+        if len(self.seeds) < 2:
+            return "not enough seeds"
+        return "reproduced" if self.reproduced else "not reproduced at this scale"
+
+    def text(self, scale: float = 1.0, digits: int = 2) -> str:
+        t_mean, t_std = mean_std(self.treatment_values)
+        b_mean, b_std = mean_std(self.baseline_values)
+        f = f".{digits}f"
+        return (
+            f"{self.treatment} {t_mean * scale:{f}} ± {t_std * scale:{f}} vs {self.baseline} "
+            f"{b_mean * scale:{f}} ± {b_std * scale:{f}} (n = {len(self.seeds)}): Δ = "
+            f"{self.mean_difference * scale:+{f}}, 95 % CI [{self.low * scale:+{f}}, {self.high * scale:+{f}}] "
+            f"→ {self.verdict}"
+        )
+
+
+def compare(
+    store: RecordStore, treatment: str, baseline: str, key: str, direction: int = 1,
+    values: Callable[[str, str], dict[int, float]] | None = None,
+) -> Comparison:
+    """Pair ``treatment`` and ``baseline`` by seed on ``metrics[key]`` and bootstrap the mean difference."""
+    read = values or store.values
+    t_values, b_values = read(treatment, key), read(baseline, key)
+    seeds = sorted(set(t_values) & set(b_values))
+    differences = [t_values[s] - b_values[s] for s in seeds]
+    low, high = bootstrap_interval(differences)
+    return Comparison(
+        treatment=treatment,
+        baseline=baseline,
+        key=key,
+        seeds=seeds,
+        treatment_values=[t_values[s] for s in seeds],
+        baseline_values=[b_values[s] for s in seeds],
+        mean_difference=statistics.fmean(differences) if differences else math.nan,
+        low=low,
+        high=high,
+        direction=direction,
+    )
+
+
+# ------------------------------------------------------------------------------------------- reporting
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub markdown table; floats are written as given (format them before)."""
+    lines = ["| " + " | ".join(str(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def fmt_mean_std(values: Sequence[float], scale: float = 1.0, digits: int = 2) -> str:
+    """``mean ± std (n)`` or ``–`` for no values."""
+    if not values:
+        return "–"
+    mean, std = mean_std(values)
+    return f"{mean * scale:.{digits}f} ± {std * scale:.{digits}f} ({len(values)})"
+
+
+def machine_line(store: RecordStore) -> str:
+    """One line on the machine and the load averages the records saw."""
+    loads = store.load_range()
+    load = f"1-min load average {loads[0]:.2f}–{loads[1]:.2f} over the runs" if loads else "no runs yet"
+    return (
+        f"Machine: {os.cpu_count()} CPU cores, no GPU; {load}; {len(store.records)} runs, "
+        f"{store.total_wall_s() / 60:.1f} min of run time in all."
+    )
+
+
+def write_report(store: RecordStore, markdown: str) -> Path:
+    """Write ``<name>.md`` beside the JSON (the machine line appended)."""
+    path = store.results_dir / f"{store.name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown.rstrip() + "\n\n" + machine_line(store) + "\n", encoding="utf-8")
+    return path
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# ---------------------------------------------------------------------------------------- command line
+
+
+def parser(description: str, budget_minutes: float = DEFAULT_BUDGET_MINUTES) -> argparse.ArgumentParser:
+    """The options every experiment takes: --data-root, --budget-minutes, --results, --runs, --report-only."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"), help="benchmark data root")
+    p.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=budget_minutes,
+        help="start no run that would end later than this after the start; finished runs are kept and skipped "
+        "next time (default %(default)s)",
+    )
+    p.add_argument("--results", default=str(RESULTS_DIR), help="where <name>.json/.md/.png go")
+    p.add_argument("--runs", default=str(RUNS_DIR), help="where the run folders go (not committed)")
+    p.add_argument("--report-only", action="store_true", help="no training: rewrite the table and plot")
+    return p
+
+
+def command(name: str, args: argparse.Namespace, extra: str = "") -> str:
+    """The command line that regenerates an experiment's records (for the reports)."""
+    parts = [f"python experiments/{name}.py --data-root {args.data_root} --budget-minutes {args.budget_minutes:g}"]
+    if extra:
+        parts.append(extra)
+    return " ".join(parts)
