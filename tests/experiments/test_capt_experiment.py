@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.experiments._scripts import load_experiment
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "experiments" / "capt.py"
 
 
-def load_script():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("capt_experiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-capt = load_script()
+capt = load_experiment("capt")
 harness = sys.modules["harness"]
 
 

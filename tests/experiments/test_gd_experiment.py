@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.experiments._scripts import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "experiments" / "gd_losses.py"
 
 
-def _load_script():
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports harness from its own folder
-    spec = importlib.util.spec_from_file_location("gd_losses_experiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gd = _load_script()
+gd = load_experiment("gd_losses")
 harness = gd.harness
 
 

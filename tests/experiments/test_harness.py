@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -10,17 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.experiments._scripts import load_experiment
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _harness():
-    spec = importlib.util.spec_from_file_location("harness", REPO / "experiments" / "harness.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-h = _harness()
+h = load_experiment("harness")
 
 
 def _metrics(setting: str, seed: int) -> tuple[dict, dict]:

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.experiments._scripts import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "experiments" / "reclaim.py"
 
 
-def _load_script():
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports harness from its own folder
-    spec = importlib.util.spec_from_file_location("reclaim_experiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-rc = _load_script()
+rc = load_experiment("reclaim")
 harness = rc.harness
 
 

@@ -4,13 +4,13 @@ floor-effect guard, the reports, plots and summaries from fabricated records."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.experiments._scripts import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
@@ -18,17 +18,8 @@ CHANCE = 50.9  # the majority-class share the tests assume (SST-2 dev: 444 of 87
 GRID = (0.1, 0.5, 0.9)
 
 
-def _load(name: str):
-    if str(EXPERIMENTS) not in sys.path:
-        sys.path.insert(0, str(EXPERIMENTS))  # as `python experiments/<name>.py` has it
-    spec = importlib.util.spec_from_file_location(f"_test_{name}", EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fs = _load("scl_few_shot")
-noise = _load("scl_noise")
+fs = load_experiment("scl_few_shot")
+noise = load_experiment("scl_noise")
 h = fs.harness
 MAJORITY_SHARE = fs.majority_share  # the real one (reads SST-2), before the fixture replaces it
 

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 from pathlib import Path
 
 import pytest
 
+from tests.experiments._scripts import load_experiment
+
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "simcse.py"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("simcse_experiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-simcse = _load()
+simcse = load_experiment("simcse")
 harness = simcse.harness
 
 
