@@ -45,6 +45,10 @@ Estimated time at the defaults on 2 quiet cores (12 ms per trained sequence of 2
 STS sentence of ~14 tokens, +8 s a run for loading and saving, +20 % for PCGrad's per-task backward passes):
 proportional 155 s, sequential 130 s, round_robin 164 s, proportional+pcgrad 145 s, proportional-simcse 116 s
 a seed (pre-step 40 s, evaluation 23 s of these), 710 s per seed, ~59 min for the 25 runs.
+Measured (2026-11-24, quiet machine, 1-min load 1.8-2.2 from the runs themselves): 80.5 min of run time for the
+25 runs, 1.36x the estimate (PCGrad 1.55x): proportional 206 s, sequential 180 s, round_robin 215 s,
+proportional+pcgrad 225 s, proportional-simcse 145 s a seed. That sitting's heads stayed at chance (STS dev
+Pearson ~0 in every setting, SST-5 / Quora accuracy a class's share): see ``at_chance``.
 
     python experiments/multitask.py --data-root ../shared/data --budget-minutes 60
 """
@@ -55,6 +59,7 @@ import copy
 import math
 import random
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -339,6 +344,32 @@ def comparisons(store: harness.RecordStore, table: dict | None = None) -> list[t
     return chosen
 
 
+CHANCE_STS_R = 10.0  # |mean STS dev Pearson ×100| below this: the STS head scores pairs at random
+
+
+def at_chance(store: harness.RecordStore, setting: str) -> bool:
+    """The floor-effect guard: a setting whose mean STS dev Pearson (×100) lies within ±CHANCE_STS_R of 0.
+
+    Zero is chance for a correlation whatever the data, and all-MiniLM-L6-v2's own mean-pooled cosine scores
+    about 80 on STS dev, so a head that stays near 0 has not learned; SST and Quora accuracy then sit at a
+    class's share of the evaluated rows. A difference between two such settings says nothing about sampling."""
+    values = list(store.values(setting, "sts_pearson").values())
+    return bool(values) and abs(statistics.fmean(values)) < CHANCE_STS_R
+
+
+def floor_note(store: harness.RecordStore) -> str:
+    """A paragraph naming the settings at chance (empty when none is)."""
+    floored = [setting for setting in SETTINGS if at_chance(store, setting)]
+    if not floored:
+        return ""
+    which = "every setting" if len(floored) == len(SETTINGS) else ", ".join(f"`{s}`" for s in floored)
+    return (f"\n**At chance:** {which} (mean STS dev Pearson within ±{CHANCE_STS_R:g} of 0, against about 80 for "
+            "MiniLM's own mean-pooled cosine). The heads, new and reading the pooler output, did not learn in "
+            "these few steps: SST-5 and Quora accuracy are then one class's share of the evaluated rows, and "
+            "the differences below compare untrained heads. They are no evidence for or against the report's "
+            "claims; the verdicts say so.\n")
+
+
 def results_table(store: harness.RecordStore) -> str:
     rows = []
     for setting in SETTINGS:
@@ -387,6 +418,8 @@ def verdict_lines(store: harness.RecordStore, table: dict) -> list[str]:
                 f"{direction}; {why}): ")
         if len(comparison.seeds) < 2:
             lines.append(head + f"not enough seeds ({len(comparison.seeds)} paired).")
+        elif at_chance(store, comparison.treatment) or at_chance(store, comparison.baseline):
+            lines.append(head + comparison.text(digits=2) + "; at chance (STS Pearson ≈ 0): no evidence either way.")
         else:
             lines.append(head + comparison.text(digits=2) + ".")
     return lines
@@ -401,6 +434,8 @@ def summary(store: harness.RecordStore) -> dict:
         tag = comparison.treatment if comparison.key == "mean" else f"{comparison.treatment} ({comparison.key})"
         parts.append(f"{tag}: {comparison.verdict}")
     verdict = "; ".join(parts)
+    if any(at_chance(store, setting) for setting in SETTINGS):
+        verdict = "at chance (the heads did not learn at this scale): no evidence; " + verdict
     if done < total:
         verdict = f"partial: {done}/{total} runs; " + verdict
     means = []
@@ -518,7 +553,7 @@ replaces the sampler, so 8 of its 12 cells are distinct; 8 × 5 runs ≈ 95 min 
 {sizes_note(store, args)}
 **Our results** (×100, mean ± std (n) over seeds; the report's dev value of the mirrored row in brackets):
 
-{results_table(store)}
+{results_table(store)}{floor_note(store)}
 Differences to the baseline, paired by seed (mean Δ, 95 % bootstrap interval):
 
 {delta_table(store, table)}

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.experiments._scripts import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 
 
-def load_script():
-    sys.path.insert(0, str(EXPERIMENTS))
-    spec = importlib.util.spec_from_file_location("multitask_experiment", EXPERIMENTS / "multitask.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def script():
-    return load_script()
+    return load_experiment("multitask")
 
 
 @pytest.fixture
@@ -104,6 +96,7 @@ def test_report_plot_and_summary_partial_and_full(script, args, tmp_path):
         assert needle in text
     assert text.count("**Verdict:**") == len(script.VERDICTS)
     assert "`sequential` vs `proportional` on mean" in text and "→ reproduced" in text
+    assert "**At chance:**" not in text and "no evidence" not in text
     summary = script.summary(store)
     assert set(summary) == {"paper", "claim", "verdict", "numbers"}
     assert not summary["verdict"].startswith("partial") and "sequential: reproduced" in summary["verdict"]
@@ -129,3 +122,30 @@ def test_prepare_data_root_shuffles_the_training_files(script, tmp_path):
     assert (target / "nli" / "snli_devtest_for_simcse.csv").is_symlink()
     again = script.prepare_data_root(source, tmp_path / "derived")  # idempotent
     assert (again / script.SHUFFLED_FILES[0]).read_text() == (target / script.SHUFFLED_FILES[0]).read_text()
+
+
+def test_floor_guard_flags_settings_whose_sts_head_scores_at_random(script, args, tmp_path):
+    """STS Pearson near 0 (untrained heads): the report says "At chance", every verdict says no evidence,
+    the summary leads with it; one setting above the floor is named alone."""
+    harness = script.harness
+    store = harness.RecordStore(script.NAME, tmp_path / "results")
+    timing = harness.RunTiming(load_before=[1.0, 1.0, 1.0], load_after=[1.0, 1.0, 1.0], wall_s=100.0)
+    for setting in script.SETTINGS:
+        for seed in script.SEEDS:
+            config, metrics = fake_record(setting, seed, -3.0 if setting == "sequential" else 0.0)
+            metrics["sts_pearson"] = (-1) ** seed * 4.0 + (2.0 if setting == "round_robin" else 0.0)
+            store.add(setting, seed, config, metrics, timing)
+    assert all(script.at_chance(store, setting) for setting in script.SETTINGS)
+    text = script.report(store, args)
+    assert "**At chance:** every setting" in text
+    verdicts = [line for line in text.splitlines() if line.startswith("**Verdict:**")]
+    assert len(verdicts) == len(script.VERDICTS) and all("no evidence either way" in line for line in verdicts)
+    assert script.summary(store)["verdict"].startswith("at chance")
+
+    above = harness.RecordStore(script.NAME, tmp_path / "above")
+    fill(script, above, script.SETTINGS, script.SEEDS)
+    for seed in script.SEEDS:  # sequential alone at chance
+        record = next(r for r in above.records if r["setting"] == "sequential" and r["seed"] == seed)
+        record["metrics"]["sts_pearson"] = 9.0
+    assert [s for s in script.SETTINGS if script.at_chance(above, s)] == ["sequential"]
+    assert "**At chance:** `sequential`" in script.report(above, args)
