@@ -60,6 +60,12 @@ class TrainSection(Section):
         "Hugging Face's group_by_length)",
     )
     lr: float = Field(default=3e-5, gt=0, description="peak learning rate of AdamW")
+    head_lr: float | None = Field(
+        default=None,
+        gt=0,
+        description="peak learning rate of the trainable parameters outside the method's encoder (task heads, "
+        "shared layers, projections, critics), on the same schedule; null: train.lr for every parameter",
+    )
     weight_decay: float = Field(
         default=0.0, ge=0, description="AdamW weight decay (never on biases and normalisation weights)"
     )

@@ -1,7 +1,8 @@
 """Optimiser and learning-rate schedules.
 
 - :func:`build_optimizer`: AdamW with two parameter groups, no weight decay on biases and normalisation
-  weights (BERT's recipe, as in Hugging Face's Trainer).
+  weights (BERT's recipe, as in Hugging Face's Trainer); with ``head_lr`` each group is split again into
+  the encoder's parameters and the rest (heads), the rest at ``head_lr``.
 - :func:`build_scheduler`: linear warmup then linear decay to 0 (``"linear"``), or warmup then constant
   (``"constant"``), from ``transformers``.
 
@@ -41,14 +42,37 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [group for group in groups if group["params"]]
 
 
+def split_head_groups(model: nn.Module, groups: list[dict], head_lr: float) -> list[dict]:
+    """Each group split into the parameters of ``model.encoder`` and the rest, the rest at ``head_lr``."""
+    encoder = getattr(model, "encoder", None)
+    if not isinstance(encoder, nn.Module):
+        raise ConfigError(
+            f"train.head_lr: {type(model).__name__} has no `encoder` module to tell the heads from; leave "
+            "train.head_lr unset (null) for this method"
+        )
+    in_encoder = {id(parameter) for parameter in encoder.parameters()}
+    split = []
+    for group in groups:
+        body = [p for p in group["params"] if id(p) in in_encoder]
+        heads = [p for p in group["params"] if id(p) not in in_encoder]
+        split += [{**group, "params": body}, {**group, "params": heads, "lr": head_lr}]
+    return [group for group in split if group["params"]]
+
+
 def build_optimizer(
     model: nn.Module,
     lr: float,
     weight_decay: float = 0.0,
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-8,
+    head_lr: float | None = None,
 ) -> torch.optim.AdamW:
     """AdamW over the trainable parameters of ``model``; no decay on biases and normalisation weights.
+
+    ``head_lr``: the parameters outside ``model.encoder`` (heads, projections, critics) get this learning rate
+    instead of ``lr`` (the schedule scales both alike). Fresh heads on a pre-trained encoder often need a
+    larger one than the encoder's fine-tuning rate, most of all in short runs: AdamW moves a parameter by at
+    most about its learning rate per step.
 
     The fused implementation where the parameters' device has it (CPU and CUDA), as Hugging Face's Trainer
     does by default (``adamw_torch_fused``); the same update to float rounding (≤ 1e-7 after a few steps).
@@ -56,6 +80,8 @@ def build_optimizer(
     groups = parameter_groups(model, weight_decay)
     if not groups:
         raise ValueError(f"{type(model).__name__} has no trainable parameters")
+    if head_lr is not None:
+        groups = split_head_groups(model, groups, head_lr)
     for name, beta in zip(("beta1", "beta2"), betas, strict=True):
         if not 0.0 <= beta < 1.0:
             raise ConfigError(f"train.adam_betas: {name} must be in [0, 1), got {beta}")

@@ -280,7 +280,9 @@ class Trainer:
         method = self.method
         method.train()
         apply_speed_settings(method, train.unpad, train.compile)
-        optimizer = build_optimizer(method, train.lr, train.weight_decay, train.adam_betas, train.adam_epsilon)
+        optimizer = build_optimizer(
+            method, train.lr, train.weight_decay, train.adam_betas, train.adam_epsilon, head_lr=train.head_lr
+        )
         warmup = resolve_warmup_steps(total_steps, train.warmup_ratio, train.warmup_steps)
         scheduler = build_scheduler(optimizer, train.schedule, total_steps, warmup)
         model, optimizer = accelerator.prepare(method, optimizer)
@@ -339,6 +341,8 @@ class Trainer:
             **window.summary(rate),
             "lr": run.scheduler.get_last_lr()[0],
         }
+        if self.config.train.head_lr is not None:  # the heads' groups come after the encoder's
+            record["head_lr"] = run.scheduler.get_last_lr()[-1]
         if grad_norm is not None:
             record["grad_norm"] = grad_norm
         if run.skipped_nonfinite:

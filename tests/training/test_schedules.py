@@ -67,3 +67,32 @@ def test_the_optimizer_takes_the_configured_betas_and_epsilon():
     assert all(group["betas"] == (0.9, 0.98) and group["eps"] == 1e-6 for group in optimizer.param_groups)
     with pytest.raises(ConfigError, match="adam_betas"):
         build_optimizer(model, 1e-3, betas=(0.9, 1.0))
+
+
+def test_head_lr_applies_to_every_parameter_outside_the_encoder():
+    class WithEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4))
+            self.head = nn.Linear(4, 2)
+
+    model = WithEncoder()
+    optimizer = build_optimizer(model, lr=1e-5, weight_decay=0.01, head_lr=1e-3)
+    lr_of = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
+    decay_of = {id(p): group["weight_decay"] for group in optimizer.param_groups for p in group["params"]}
+    assert len(lr_of) == len(list(model.parameters()))
+    assert all(lr_of[id(p)] == 1e-5 for p in model.encoder.parameters())
+    assert all(lr_of[id(p)] == 1e-3 for p in model.head.parameters())
+    assert decay_of[id(model.head.weight)] == 0.01 and decay_of[id(model.head.bias)] == 0.0
+    # the schedule scales both rates alike
+    scheduler = build_scheduler(optimizer, "linear", total_steps=10, warmup_steps=0)
+    for _ in range(5):
+        optimizer.step()
+        scheduler.step()
+    assert sorted(set(scheduler.get_last_lr())) == pytest.approx([0.5e-5, 0.5e-3])
+    assert [g["lr"] for g in build_optimizer(model, lr=1e-5).param_groups] == [1e-5, 1e-5]
+
+
+def test_head_lr_needs_an_encoder_to_tell_the_heads_from():
+    with pytest.raises(ConfigError, match="train.head_lr"):
+        build_optimizer(nn.Linear(3, 2), lr=1e-5, head_lr=1e-3)
