@@ -22,9 +22,10 @@ task sampler by joint batches, so only 8 cells are distinct, and 8 x 5 runs at t
 CPU shrink (the report: BERT-base, 5 epochs of the full files = 3,655 steps of 64 at lr 1e-5, 100 SimCSE epochs on
 SNLI train): every task trained on ``--limit`` 400 rows (Quora: of the 80 % of quora-dev it trains on), 2 epochs
 of each protocol at batch 32 (drop_last: 12 batches per task per pass), so proportional = 2 x (12 + 2x12 + 12) = 96
-steps, sequential 72, round robin 120, PCGrad 2 x 400/8 = 100 joint steps of 8 per task; lr 5e-5 (the report's
-1e-5 over ~100 steps leaves the fresh heads nearly untrained; 5e-5 is the top of BERT's fine-tuning grid and
-the recipe's SimCSE lr); max_length 64 (a Quora / STS pair is encoded jointly: 30 / 28 tokens on average, 2-3 %
+steps, sequential 72, round robin 120, PCGrad 2 x 400/8 = 100 joint steps of 8 per task; lr 5e-5 for the
+encoder (the top of BERT's fine-tuning grid and the recipe's SimCSE lr) and ``train.head_lr`` 1e-3 for the heads
+and the shared layer (AdamW moves a parameter by about its lr per step: at the report's 1e-5, or 5e-5, ~100 steps
+leave fresh heads where they started); max_length 64 (a Quora / STS pair is encoded jointly: 30 / 28 tokens on average, 2-3 %
 of pairs longer than 64); SimCSE pre-step 30 steps of 64 triplets on the first 400 SNLI dev+test triplets
 (``data.limit`` cuts them too: 4.8 passes). The recipe's length keys are epochs (``train.epochs=2``), not
 ``train.max_steps``: with max_steps the sequential / round-robin schedules are built for the recipe's 5 epochs
@@ -48,7 +49,11 @@ a seed (pre-step 40 s, evaluation 23 s of these), 710 s per seed, ~59 min for th
 Measured (2026-11-24, quiet machine, 1-min load 1.8-2.2 from the runs themselves): 80.5 min of run time for the
 25 runs, 1.36x the estimate (PCGrad 1.55x): proportional 206 s, sequential 180 s, round_robin 215 s,
 proportional+pcgrad 225 s, proportional-simcse 145 s a seed. That sitting's heads stayed at chance (STS dev
-Pearson ~0 in every setting, SST-5 / Quora accuracy a class's share): see ``at_chance``.
+Pearson ~0 in every setting, SST-5 / Quora accuracy a class's share; see ``at_chance``): it ran with one lr (5e-5)
+for every parameter and the STS head's bias at PyTorch's initialisation. Its records are kept, superseded, in
+``docs/results/multitask-first-sitting.{json,md,png}``. Probes of one run (seed 1, no pre-step, these sizes):
+the STS head's bias at the mean training score lifted STS dev Pearson from ~0 to 51.7 (SST and Quora still
+constant); adding ``head_lr`` 1e-3 gave SST 31.3, Quora 65.8, STS 53.5 (mean 50.2): the protocol since.
 
     python experiments/multitask.py --data-root ../shared/data --budget-minutes 60
 """
@@ -135,6 +140,7 @@ SIZE_DEFAULTS = {
     "epochs": 2,
     "batch_size": 32,
     "lr": 5e-5,
+    "head_lr": 1e-3,
     "max_length": 64,
     "simcse_steps": 30,
     "simcse_batch_size": 64,
@@ -189,6 +195,7 @@ def overrides(setting: str, seed: int, args) -> list[str]:
         f"train.epochs={args.epochs}",
         f"train.batch_size={args.batch_size}",
         f"train.lr={args.lr:g}",
+        f"train.head_lr={args.head_lr:g}",
         "train.metric_for_best=null",
         "train.eval_every=null",
         f"train.save_every={10_000}",
@@ -537,7 +544,8 @@ DPHA + CL). Sizes (CPU, 2 cores):
 | training data per task | full train files (SST 8,544, STS 6,040, Quora train 141,506) | first {args.limit} rows of seeded shuffles of SST / STS train; Quora: first {args.limit} of the 80 % of quora-dev the recipe trains on |
 | epochs, batch | 5, 64 (Table 2; §5.1 says 32) | {args.epochs} epochs of each protocol, batch {args.batch_size} (PCGrad: {args.pcgrad_batch_size} per task, as Exp 12's 8) |
 | steps | 3,655 (proportional) | proportional {steps['proportional']}, sequential {steps['sequential']}, round robin {steps['round_robin']}, PCGrad {steps['proportional+pcgrad']} joint steps |
-| lr | 1e-5 constant | {args.lr:g} constant (1e-5 over ~100 steps leaves the new heads barely trained) |
+| lr | 1e-5 constant, one for all parameters | encoder {args.lr:g}, heads and shared layer {args.head_lr:g} (`train.head_lr`), constant: AdamW moves a parameter by about its lr per step, so over ~100 steps fresh heads at 1e-5 (or 5e-5) stay nearly where they started |
+| STS head's output bias at the start | not given (random initialisation) | the mean training score (`method_args.score_bias_init: label_mean`, the recipe's default) |
 | max length | not given | {args.max_length} (pairs are encoded jointly, both texts in one sequence) |
 | SimCSE pre-step | 100 epochs of SNLI train (550k) | {args.simcse_steps} steps of {args.simcse_batch_size} triplets from the first {args.limit} SNLI dev+test triplets (`data.limit` cuts them too) |
 | evaluation | dev sets, best dev mean kept | once after the last step (final weights, no selection): SST dev ({min(1101, args.eval_limit)}), STS dev ({min(863, args.eval_limit)}), Quora: first {min(4042, args.eval_limit)} of the recipe's 20 % holdout of quora-dev (seed 0, 4,042 pairs; the train file is not in the data copy) |
@@ -623,7 +631,9 @@ def build_parser():
     p.add_argument("--limit", type=int, default=d["limit"], help="training rows per task (data.limit)")
     p.add_argument("--epochs", type=int, default=d["epochs"], help="epochs of each protocol (train.epochs)")
     p.add_argument("--batch-size", type=int, default=d["batch_size"])
-    p.add_argument("--lr", type=float, default=d["lr"])
+    p.add_argument("--lr", type=float, default=d["lr"], help="the encoder's (train.lr)")
+    p.add_argument("--head-lr", type=float, default=d["head_lr"],
+                   help="the heads' and shared layer's (train.head_lr)")
     p.add_argument("--max-length", type=int, default=d["max_length"])
     p.add_argument("--simcse-steps", type=int, default=d["simcse_steps"])
     p.add_argument("--simcse-batch-size", type=int, default=d["simcse_batch_size"])

@@ -91,6 +91,10 @@ def results_page(results_dir: Path) -> str:
             parts.append(text)
         else:
             parts.append(f"## {name}\n\nNot run yet: `python experiments/{name}.py --data-root ../shared/data`.\n")
+        earlier = sorted(results_dir.glob(f"{name}-*.md"))
+        if earlier:
+            links = ", ".join(f"[{path.stem}](results/{path.name})" for path in earlier)
+            parts.append(f"Earlier sittings under a superseded protocol (records kept, not evidence): {links}.\n")
     return "\n".join(part.rstrip() + "\n" for part in parts)
 
 

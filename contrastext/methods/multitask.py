@@ -87,6 +87,11 @@ class MultitaskArgs(BaseModel):
     pair_parts: list[str] = Field(default_factory=lambda: ["u", "v", "diff"], description="separate: PairHead features")
     symmetric_pairs: bool = Field(default=True, description="separate: average the pair head over both orders")
     loss_weights: dict[str, float] = Field(default_factory=dict, description="task name -> loss weight (1.0)")
+    score_bias_init: Literal["label_mean", "torch"] = Field(
+        default="label_mean",
+        description="a scored pair head's output bias at the start: the mean training score (its outputs start "
+        "at the MSE-best constant) or PyTorch's default (near 0, far below 0-5 scores)",
+    )
     # multiple negatives ranking
     mnr: bool = Field(default=False, description="add the multiple negatives ranking part on mnr_task's duplicates")
     mnr_task: str = Field(default="minbert-quora", description="the paraphrase task whose label-1 pairs are positives")
@@ -168,6 +173,23 @@ class MultitaskMethod(Method):
             return PairHead(width, outputs, parts=tuple(args.pair_parts), symmetric=args.symmetric_pairs, dropout=0.0)
         branches = 3 if args.pair_difference else 2
         return DensePairHead(width, outputs, branches=branches, activation=args.pair_activation)
+
+    def start_scores_at(self, means: dict[str, float]) -> None:
+        """Set each scored pair head's output bias to ``means[task]`` (``score_bias_init: label_mean``).
+
+        A scored head's output is ``W_o·features + b_o``; with ``b_o = mean`` and the small initial ``W_o``
+        it starts near the MSE-best constant instead of near 0, far below 0–5 scores, where the first steps'
+        MSE gradient is large and of one sign for every pair (it then says "higher", not "which pairs")."""
+        for name, mean in means.items():
+            if self.task_kinds.get(name) not in SCORE_KINDS:
+                raise ValueError(f"{name!r} is not a scored pair task here; scored: {self.score_tasks()}")
+            head = self.heads[name]
+            linear = head.output if isinstance(head, DensePairHead) else head.classifier.linear
+            with torch.no_grad():
+                linear.bias.fill_(float(mean))
+
+    def score_tasks(self) -> list[str]:
+        return [name for name in self.task_names if self.task_kinds[name] in SCORE_KINDS]
 
     def _mnr_task(self, args: MultitaskArgs) -> str:
         if args.mnr_task not in self.task_names or self.task_kinds[args.mnr_task] != "pair":

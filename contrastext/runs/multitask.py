@@ -78,6 +78,8 @@ def build(config: TrainConfig, args: MultitaskArgs, data_root: Path | None) -> M
     sampler = batch_sampler(config, args, data.sizes, names)
     schedule = schedule_description(config, args, names)
     method = MultitaskMethod(build_encoder(config, pooling=args.pooling), data.tasks, args)
+    if args.score_bias_init == "label_mean":
+        method.start_scores_at(training_score_means(method, data.train))
     sets = data.eval_sets
     evaluator = make_evaluator(sets, "head", batch_size=config.eval.batch_size, overall=overall_scores(sets))
     simcse = {"mode": args.simcse}
@@ -86,6 +88,17 @@ def build(config: TrainConfig, args: MultitaskArgs, data_root: Path | None) -> M
                       lr=args.simcse_lr, batch_size=args.simcse_batch_size, temperature=args.simcse_temperature)
     description = {"tasks": data.description, "sampling": schedule, "simcse": simcse}
     return MethodBundle(method, data.train, evaluator, final_report=lambda _method: description, batch_sampler=sampler)
+
+
+def training_score_means(method: MultitaskMethod, examples: Sequence[Example]) -> dict[str, float]:
+    """The mean training label of each scored pair task (rows carry their task's index in ``task``)."""
+    means = {}
+    for name in method.score_tasks():
+        index = method.task_names.index(name)
+        labels = [float(example.label) for example in examples if example.task == index]
+        if labels:
+            means[name] = float(np.mean(labels))
+    return means
 
 
 def task_order(args: MultitaskArgs, strategy: str, names: Sequence[str]) -> list[int] | None:
@@ -172,6 +185,7 @@ def simcse_prestep(config: TrainConfig, args: MultitaskArgs, encoder, examples: 
         **NO_EVAL_OR_SAVE,
         **length,
         "lr": args.simcse_lr,
+        "head_lr": None,  # the pre-step has its own lr for every parameter
         "batch_size": args.simcse_batch_size,
         "warmup_ratio": 0.0,
         "warmup_steps": None,

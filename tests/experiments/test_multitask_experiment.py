@@ -58,6 +58,9 @@ def test_every_run_overrides_load_and_validate(script, args):
         assert config.train.metric_for_best is None and config.data.limit == 400
         assert config.data.max_length == 64 and config.eval.limit == 1101
         assert method_args.simcse_steps == 30
+        # the heads train at their own lr and the STS head starts at the mean score (the first sitting's fix)
+        assert (config.train.lr, config.train.head_lr) == (5e-5, 1e-3)
+        assert method_args.score_bias_init == "label_mean"
         if setting == "proportional+pcgrad":
             assert method_args.pcgrad and config.train.batch_size == 8
         else:

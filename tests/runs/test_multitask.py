@@ -117,6 +117,25 @@ def test_pair_heads_are_cross_encoders_in_both_orders_with_the_difference(tmp_pa
     assert predictions.tolist() == (expected > 0).long().tolist()
 
 
+def test_scored_heads_start_at_the_mean_training_score(tmp_path, tiny_bert, data_root):
+    for encoding in ("joint", "separate"):
+        config = fast_config(tmp_path, tiny_bert, f"method_args.pair_encoding={encoding}")
+        bundle = build(config, config.method_args_as(MultitaskArgs), data_root)
+        method = bundle.method.eval()
+        sts = [example for example in bundle.train_examples if example.task == 2]
+        mean = sum(float(example.label) for example in sts) / len(sts)
+        bias = (method.heads["minbert-sts"].output if encoding == "joint"
+                else method.heads["minbert-sts"].classifier.linear).bias
+        assert bias.item() == pytest.approx(mean, abs=1e-6)
+        # the class heads keep PyTorch's initialisation
+        assert abs(method.heads["minbert-sst"].linear.bias).max().item() < 1.0
+    torch_init = fast_config(tmp_path, tiny_bert, "method_args.score_bias_init=torch")
+    method = build(torch_init, torch_init.method_args_as(MultitaskArgs), data_root).method
+    assert abs(method.heads["minbert-sts"].output.bias.item()) < 1.0  # U(-1/sqrt(3), 1/sqrt(3))
+    with pytest.raises(ValueError, match="not a scored pair task"):
+        method.start_scores_at({"minbert-sst": 2.0})
+
+
 def test_separate_pair_encoding_is_the_bi_encoder_option(tmp_path, tiny_bert, data_root):
     config = fast_config(tmp_path, tiny_bert, "method_args.pair_encoding=separate")
     method = build(config, config.method_args_as(MultitaskArgs), data_root).method.eval()
