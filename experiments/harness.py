@@ -36,14 +36,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
+import importlib.util
 import json
 import math
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -51,6 +54,19 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "docs" / "results"
 RUNS_DIR = REPO / "runs" / "experiments"
 DEFAULT_BUDGET_MINUTES = 90.0
+
+
+def load_experiment(name: str) -> ModuleType:
+    """A fresh module object for ``experiments/<name>.py`` (registered as ``<name>_experiment``), without
+    running its ``main``: what the results page and the tests use to reach a script's ``report``/``summary``."""
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    if not path.exists():
+        raise FileNotFoundError(f"no experiment script {path}")
+    spec = importlib.util.spec_from_file_location(f"{name}_experiment", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_average() -> list[float]:

@@ -11,7 +11,6 @@ the summary table, then each section in turn) and replaces the block between
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -43,27 +42,14 @@ scale**, with the numbers. Runs were made on a quiet machine (2 CPU cores, no GP
 """
 
 
-def load_experiment(name: str):
-    """Import ``experiments/<name>.py`` as a module (None when the script does not exist yet)."""
-    path = Path(__file__).resolve().parent / f"{name}.py"
-    if not path.exists():
-        return None
-    spec = importlib.util.spec_from_file_location(f"experiment_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def summary_rows(results_dir: Path) -> list[list[str]]:
     rows = []
     for name in EXPERIMENTS:
-        module = load_experiment(name)
         store_path = results_dir / f"{name}.json"
-        if module is None or not store_path.exists():
+        if not (Path(__file__).resolve().parent / f"{name}.py").exists() or not store_path.exists():
             rows.append([name, "–", "–", "not run yet", "–"])
             continue
-        line = module.summary(harness.RecordStore(name, results_dir))
+        line = harness.load_experiment(name).summary(harness.RecordStore(name, results_dir))
         link = f"[{name}](docs/RESULTS.md#{anchor(results_dir, name)})"
         rows.append([link, line["paper"], line["claim"], line["verdict"], line["numbers"]])
     return rows
