@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -45,6 +46,8 @@ from contrastext.runs.stages import (
 )
 from contrastext.training.config import TrainConfig
 from contrastext.training.trainer import Trainer
+
+logger = logging.getLogger(__name__)
 
 
 def task_scores(sets: Sequence[EvalSet], metrics: Mapping[str, float]) -> list[tuple[bool, float]]:
@@ -121,7 +124,10 @@ def task_order(args: MultitaskArgs, strategy: str, names: Sequence[str]) -> list
 def schedule_description(config: TrainConfig, args: MultitaskArgs, names: Sequence[str]) -> dict:
     """What orders the batches (for the final report), checking the order lists."""
     if args.pcgrad:
-        return {"strategy": "joint+pcgrad", "reduction": args.pcgrad_reduction}
+        description = {"strategy": "joint+pcgrad", "reduction": args.pcgrad_reduction}
+        if config.data.task_weights is not None:
+            description["ignored"] = {"data.task_weights": config.data.task_weights}
+        return description
     strategy = config.data.task_sampling
     order = task_order(args, strategy, names)
     description: dict = {"strategy": strategy}
@@ -139,6 +145,12 @@ def batch_sampler(config: TrainConfig, args: MultitaskArgs, sizes: Sequence[int]
     """Joint batches (PCGrad) or one task per batch ordered by ``data.task_sampling`` (see TaskSampler)."""
     train, data = config.train, config.data
     if args.pcgrad:
+        if data.task_weights is not None:
+            logger.warning(
+                "data.task_weights %s have no effect with method_args.pcgrad: every PCGrad batch holds "
+                "train.batch_size examples of every task, and the task gradients are combined unweighted",
+                data.task_weights,
+            )
         return JointTaskBatchSampler(sizes, train.batch_size, config.train_seed, train.drop_last)
     return MultiTaskBatchSampler(
         sizes,

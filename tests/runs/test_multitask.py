@@ -20,7 +20,7 @@ from contrastext.methods.multitask import MultitaskArgs
 from contrastext.methods.pcgrad import pcgrad
 from contrastext.models.encoder import TextEncoder
 from contrastext.runs.data import load_multitask_data
-from contrastext.runs.multitask import build, prestep_examples
+from contrastext.runs.multitask import batch_sampler, build, prestep_examples, schedule_description
 from contrastext.runs.registry import run_recipe
 from tests.runs.recipe_runs import RECIPES, read_log, recipe_config, train_overrides
 
@@ -281,6 +281,26 @@ def test_bad_settings_are_named(tmp_path, tiny_bert, data_root):
     with pytest.raises(ConfigError, match=r"method_args\.mnr_task"):
         run_recipe(fast_config(tmp_path, tiny_bert, "method_args.mnr=true", "method_args.mnr_task=minbert-sts"),
                    data_root=data_root)
+
+
+def test_pcgrad_says_that_it_ignores_the_task_weights(tmp_path, caplog):
+    # PCGrad batches hold every task (JointTaskBatchSampler), so the recipe's 2x Quora weight cannot apply:
+    # the run says so in its log and in the schedule it reports, rather than dropping it silently.
+    config = fast_config(tmp_path, "unused-model", "method_args.pcgrad=true")
+    args = config.method_args_as(MultitaskArgs)
+    with caplog.at_level("WARNING", logger="contrastext.runs"):
+        sampler = batch_sampler(config, args, [4, 4, 4], list(TASKS))
+    assert isinstance(sampler, JointTaskBatchSampler)
+    assert "data.task_weights [1.0, 2.0, 1.0] have no effect with method_args.pcgrad" in caplog.text
+    described = schedule_description(config, args, list(TASKS))
+    assert described["ignored"] == {"data.task_weights": [1.0, 2.0, 1.0]}
+
+    unweighted = fast_config(tmp_path, "unused-model", "method_args.pcgrad=true", "data.task_weights=null")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="contrastext.runs"):
+        batch_sampler(unweighted, args, [4, 4, 4], list(TASKS))
+    assert caplog.text == ""
+    assert "ignored" not in schedule_description(unweighted, args, list(TASKS))
 
 
 def test_pcgrad_is_refused_across_processes_with_a_clear_error(tmp_path, tiny_bert, data_root, monkeypatch):
