@@ -7,7 +7,7 @@ a local folder or a hub name, ``data.split``). A source given with ``--set`` rep
 
 - :func:`data_spec`: the run's :class:`~contrastext.data.sources.DataSpec`, with the source chosen;
 - :func:`load_training_data` / :func:`load_training_examples`: sentences, pairs or triplets for the contrastive
-  recipes (first ``data.limit``) and where they came from;
+  recipes (``data.limit``, see :func:`apply_limit`) and where they came from;
 - :func:`load_classification_data`: a labelled task's training set (few-shot draw ``data.few_shot``, label
   flips ``data.label_noise``, an optional seeded holdout) as :class:`IndexedExample` rows, and its
   evaluation set. A user's labelled file is evaluated on ``data.eval_path`` (``data.eval_split`` of a dataset),
@@ -39,6 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from contrastext.data.examples import Example, IndexedExample, TaskExample
 from contrastext.data.sources import DEFAULT_HOLDOUT, SOURCE_KEYS, DataSpec, choose_source
@@ -101,9 +103,26 @@ class TrainingData:
     description: dict
 
 
+# Seed streams of the data.limit draw (limit_rows: random), apart from the run's other draws.
+LIMIT_STREAM = 7
+
+
+def apply_limit(rows: Sequence, config, *stream: int) -> list:
+    """``data.limit`` rows of ``rows``: the first N (``data.limit_rows: first``, the default), or N drawn at
+    random with the run's ``seed`` (``random``), kept in file order. ``stream`` separates draws of one run (e.g.
+    the task index in multi-task runs). Fewer rows than N, or no limit: all of them."""
+    limit = config.data.limit
+    if limit is None or len(rows) <= limit:
+        return list(rows)
+    if config.data.limit_rows == "first":
+        return list(rows[:limit])
+    rng = np.random.default_rng(derive_seed(config.seed, LIMIT_STREAM, *stream))
+    return [rows[index] for index in np.sort(rng.choice(len(rows), size=limit, replace=False))]
+
+
 def load_training_data(config, data_root: Path | None, default_task: str) -> TrainingData:
     """``data.path`` / ``data.dataset`` (read as the default task's kind: sentences, or pairs / triplets) or
-    ``data.task`` (default ``default_task``), first ``data.limit``."""
+    ``data.task`` (default ``default_task``), :func:`apply_limit`."""
     from contrastext.data.sources import read_texts
     from contrastext.data.tasks import get_task, load_task
 
@@ -116,8 +135,7 @@ def load_training_data(config, data_root: Path | None, default_task: str) -> Tra
         loaded = load_task(spec.task or default_task, data_root)
         examples = list(loaded.examples)
         description = {"source": "data.task", "train": f"{loaded.task.name}:{loaded.split}", "n_rows": len(examples)}
-    if config.data.limit is not None:
-        examples = examples[: config.data.limit]
+    examples = apply_limit(examples, config)
     if len(examples) < 2:
         raise ConfigError(
             f"{config.source or '<config>'}: data: {len(examples)} training example(s); "
@@ -252,8 +270,7 @@ def load_classification_data(
         train_name, eval_name = f"{task.name}:{train_split}", f"{task.name}:{eval_split}"
     train = _labelled(train, task, train_name)
     evaluation = _labelled(evaluation, task, eval_name)
-    if config.data.limit is not None:
-        train = train[: config.data.limit]
+    train = apply_limit(train, config)
     if config.eval.limit is not None:
         evaluation = evaluation[: config.eval.limit]
     description = {"task": task.name, "train": train_name, "eval": eval_name, "draw_seed": seed, **description}
@@ -451,7 +468,7 @@ def load_multitask_data(config, args: MultitaskArgs, data_root: Path | None) -> 
             rows_train = load_task(task, data_root, split=split or "train").examples
             rows_eval = load_task(task, data_root, split="dev").examples
             where, eval_where = f"{task.name}:{split or 'train'}", f"{task.name}:dev"
-        rows_train = [row for row in rows_train if row.label is not None][: config.data.limit]
+        rows_train = apply_limit([row for row in rows_train if row.label is not None], config, index)
         rows_eval = [row for row in rows_eval if row.label is not None][: config.eval.limit]
         if not rows_train or not rows_eval:
             raise ConfigError(f"{where}: no labelled examples to train or evaluate on")

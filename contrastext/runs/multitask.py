@@ -34,7 +34,7 @@ from contrastext.evaluation.evaluators import EvalSet, make_evaluator
 from contrastext.methods.multitask import SCORE_KINDS, MultitaskArgs, MultitaskMethod
 from contrastext.methods.simcse import SimCSE
 from contrastext.objectives.registry import make_objective
-from contrastext.runs.data import load_multitask_data
+from contrastext.runs.data import apply_limit, load_multitask_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
@@ -169,7 +169,7 @@ def batch_sampler(config: TrainConfig, args: MultitaskArgs, sizes: Sequence[int]
 
 def prestep_examples(config: TrainConfig, args: MultitaskArgs, data_root: Path | None,
                      examples: Sequence[Example]) -> tuple[list[Example], str]:
-    """``(rows, where they come from)``: supervised, the ``simcse_task`` triplets (first ``data.limit``);
+    """``(rows, where they come from)``: supervised, the ``simcse_task`` triplets (``data.limit``);
     unsupervised, the distinct texts of the multi-task training rows."""
     from contrastext.data.tasks import get_task, load_task
 
@@ -183,7 +183,7 @@ def prestep_examples(config: TrainConfig, args: MultitaskArgs, data_root: Path |
             "(anchor, entailment, contradiction) triplets, e.g. nli-triplets"
         )
     data = load_task(task, data_root)
-    rows = list(data.examples)[: config.data.limit]
+    rows = apply_limit(list(data.examples), config, 2**16)  # a stream apart from the tasks' indices
     if len(rows) < 2:
         raise ConfigError(f"method_args.simcse_task: {task.name} has {len(rows)} triplet(s); SimCSE needs at least 2")
     return rows, str(data.path)

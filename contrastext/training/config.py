@@ -232,7 +232,12 @@ class DataSection(Section):
         gt=0,
         description="tokens per text in TRAINING batches (truncation); the saved model keeps its own max_seq_length",
     )
-    limit: int | None = Field(default=None, gt=0, description="first N training examples only")
+    limit: int | None = Field(default=None, gt=0, description="N training examples only (see data.limit_rows)")
+    limit_rows: Literal["first", "random"] = Field(
+        default="first",
+        description="which N rows data.limit keeps: the first N of the file, or N drawn at random with the run's "
+        "seed (in file order)",
+    )
     few_shot: int | None = Field(
         default=None, gt=0, description="N training examples drawn (SCL: N in total, see method_args.few_shot_sampling)"
     )

@@ -73,6 +73,25 @@ def test_label_noise_flips_the_requested_share(tmp_path, data_root):
     assert [a.texts for a in clean.train] == [b.texts for b in noisy.train]
 
 
+def test_limit_keeps_the_first_rows_or_a_seeded_random_draw_in_file_order(tmp_path, data_root):
+    def train(*overrides):
+        config = config_for(tmp_path, "data.few_shot=null", *overrides)
+        return [e.source for e in load_classification_data(config, ClassificationArgs(), data_root, seed=1).train]
+
+    everything = train()  # each row's source (file and line): SST-2 repeats some sentences
+    position = {source: i for i, source in enumerate(everything)}
+    assert len(position) == len(everything)
+    assert train("data.limit=50") == everything[:50]  # the default: the file's first rows
+    drawn = train("data.limit=50", "data.limit_rows=random")
+    assert len(drawn) == len(set(drawn)) == 50 and drawn != everything[:50]
+    assert [position[source] for source in drawn] == sorted(position[source] for source in drawn)  # file order
+    assert max(position[source] for source in drawn) > 1000  # from the whole file, not its head
+    assert drawn == train("data.limit=50", "data.limit_rows=random")  # seeded
+    assert drawn != train("data.limit=50", "data.limit_rows=random", "seed=43")
+    with pytest.raises(Exception, match="limit_rows"):
+        config_for(tmp_path, "data.limit_rows=shuffled")
+
+
 def test_validation_and_test_split_dev_stratified_disjoint_and_seeded(tmp_path, data_root):
     """Gunel et al. §4.1: test = half of the GLUE dev set, validation ~500 rows, both following dev's label
     distribution. SST-2 dev (428 negative, 444 positive): test 214 + 222, validation the other 436 rows."""

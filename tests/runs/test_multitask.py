@@ -283,6 +283,17 @@ def test_bad_settings_are_named(tmp_path, tiny_bert, data_root):
                    data_root=data_root)
 
 
+def test_limit_rows_random_draws_each_task_on_its_own_stream(tmp_path, data_root):
+    first = load_multitask_data(fast_config(tmp_path, "unused-model", "data.limit=30"), MultitaskArgs(), data_root)
+    config = fast_config(tmp_path, "unused-model", "data.limit=30", "data.limit_rows=random")
+    drawn = load_multitask_data(config, MultitaskArgs(), data_root)
+    again = load_multitask_data(config, MultitaskArgs(), data_root)
+    assert [e.texts for e in drawn.train] == [e.texts for e in again.train]
+    for index in range(3):
+        rows = [e.texts for e in drawn.train if e.task == index]
+        assert len(rows) == 30 and rows != [e.texts for e in first.train if e.task == index]
+
+
 def test_pcgrad_says_that_it_ignores_the_task_weights(tmp_path, caplog):
     # PCGrad batches hold every task (JointTaskBatchSampler), so the recipe's 2x Quora weight cannot apply:
     # the run says so in its log and in the schedule it reports, rather than dropping it silently.

@@ -29,6 +29,18 @@ def config_for(recipe: str, tmp_path: Path, model: str, *overrides: str):
     return recipe_config(recipe, tmp_path, model, *FAST, *overrides)
 
 
+def test_limit_rows_random_draws_the_sentences_with_the_seed(tmp_path, data_root):
+    from contrastext.runs.data import load_training_data
+
+    def sentences(*overrides):
+        config = config_for("simcse-unsup", tmp_path, "unused-model", *overrides)
+        return [e.texts for e in load_training_data(config, data_root, default_task="wiki1m").examples]
+
+    first, drawn = sentences(), sentences("data.limit_rows=random")
+    assert len(first) == len(drawn) == 48 and first != drawn
+    assert drawn == sentences("data.limit_rows=random") != sentences("data.limit_rows=random", "seed=7")
+
+
 def encoder_weights(method) -> dict[str, torch.Tensor]:
     return {name: tensor.detach().clone() for name, tensor in method.encoder.state_dict().items()}
 
