@@ -4,7 +4,8 @@ Usage::
 
     python bench/grad_cache_memory.py [--settings plain:64,plain:1024,cached:1024:64] [--steps 3]
                                       [--model bundled:all-MiniLM-L6-v2] [--max-length 32] [--threads 1]
-                                      [--data-root ../shared/data] [--output BENCHMARKS.md] [--quick]
+                                      [--device cpu] [--data-root ../shared/data] [--output BENCHMARKS.md]
+                                      [--section-suffix TEXT] [--quick]
 
 Goal (issue 11, goal 4): a batch of 1024 with ``train.cache_chunk: 64`` in at most 1.5× the peak memory of a
 plain batch of 64. Each setting (``plain:B``, or ``cached:B:N`` for batch B in chunks of N examples) runs in a
@@ -35,8 +36,10 @@ tensor peak (the memory the step needs) and on the RSS high-water (what the mach
 
 The report (markdown) goes to stdout and, with ``--output``, replaces the block between the
 ``<!-- begin bench/grad_cache_memory.py -->`` / ``<!-- end bench/grad_cache_memory.py -->`` markers of that file
-(the block is appended when the markers are missing). ``--quick`` is a smoke run (seconds): a random 2-layer,
-32-wide BERT, batches of 8 and 32 (chunks of 8), length 16, two steps (no warm-up): numbers that are no figures.
+(the block is appended when the markers are missing; ``--section-suffix TEXT`` appends TEXT to both markers and
+to the section title, so a run with ``--device cuda`` can keep a block of its own). ``--quick`` is a smoke run
+(seconds): a random 2-layer, 32-wide BERT, batches of 8 and 32 (chunks of 8), length 16, two steps (no warm-up):
+numbers that are no figures.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 import markdown_block  # noqa: E402
 
-BEGIN_MARKER = "<!-- begin bench/grad_cache_memory.py -->"
-END_MARKER = "<!-- end bench/grad_cache_memory.py -->"
+SCRIPT = "grad_cache_memory.py"
+BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 SECTION = "## Big batches in bounded memory (GradCache)"
 MIB = 2**20
 GOAL = 1.5
@@ -348,8 +351,9 @@ def verdicts(results: list[Result]) -> list[str]:
 
 
 def render(args: argparse.Namespace, load_before: tuple[float, ...], results: list[Result]) -> str:
+    begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     lines = [
-        BEGIN_MARKER,
+        begin,
         "### Run conditions",
         "",
         *conditions(args, load_before),
@@ -359,14 +363,14 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], results: li
         *table(results),
         "",
         *verdicts(results),
-        END_MARKER,
+        end,
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str) -> None:
+def write_block(path: Path, block: str, suffix: str = "") -> None:
     """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, SECTION)
+    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
 
 
 def tiny_model(folder: Path) -> str:
@@ -397,6 +401,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--data-root", type=Path, default=None, help="default: $CONTRASTEXT_DATA")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (seconds)")
+    markdown_block.add_suffix_option(parser)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -426,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(args, load_before, results)
     print(report)
     if args.output is not None:
-        write_block(args.output, report)
+        write_block(args.output, report, args.section_suffix)
     return 0
 
 

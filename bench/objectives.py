@@ -4,7 +4,7 @@ Usage::
 
     python bench/objectives.py [--batch-sizes 64,256,1024,4096] [--dim 384] [--repeats 5] [--threads 1]
                                [--bank-sizes 10000,100000,1000000] [--k 100] [--queries 64]
-                               [--output BENCHMARKS.md] [--quick]
+                               [--device cpu] [--output BENCHMARKS.md] [--section-suffix TEXT] [--quick]
 
 Part 1, losses (forward + backward on embeddings, float32, same inputs for every implementation):
 
@@ -41,7 +41,9 @@ bank (N·d·4 bytes), which the profiler cannot see.
 
 The report (markdown) goes to stdout and, with ``--output``, replaces the block between the
 ``<!-- begin bench/objectives.py -->`` / ``<!-- end bench/objectives.py -->`` markers of that file (the
-block is appended when the markers are missing), leaving the rest of the file as it is.
+block is appended when the markers are missing), leaving the rest of the file as it is; ``--section-suffix
+TEXT`` appends TEXT to both markers and to the section title (``bench/markdown_block.py``), so runs under other
+conditions (``--device cuda``) keep blocks of their own.
 The exit status is 1 when a loss differs from a peer by more than ``--tolerance``.
 """
 
@@ -68,8 +70,9 @@ from torch.profiler import ProfilerActivity, profile, record_function
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 import markdown_block  # noqa: E402
 
-BEGIN_MARKER = "<!-- begin bench/objectives.py -->"
-END_MARKER = "<!-- end bench/objectives.py -->"
+SCRIPT = "objectives.py"
+SECTION = "## Objectives and top-K search"
+BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 MIB = 2**20
 
 Inputs = dict[str, Tensor]
@@ -393,8 +396,9 @@ def render(
     args: argparse.Namespace, device: torch.device, load_before: tuple[float, ...],
     loss_rows: list[LossRow], search_rows: list[SearchRow],
 ) -> str:
+    begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     lines = [
-        BEGIN_MARKER,
+        begin,
         "### Run conditions",
         "",
         *conditions(args, device, load_before),
@@ -411,14 +415,14 @@ def render(
         *search_table(search_rows),
         "",
         "FaissSearch's memory includes the index's own copy of the bank (N·d·4 bytes, outside PyTorch).",
-        END_MARKER,
+        end,
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str) -> None:
+def write_block(path: Path, block: str, suffix: str = "") -> None:
     """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, "## Objectives and top-K search")
+    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
 
 
 # ------------------------------------------------------------------------------------------------------ CLI
@@ -454,6 +458,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--tolerance", type=float, default=1e-4, help="max abs loss difference to a peer")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (seconds)")
+    markdown_block.add_suffix_option(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.batch_sizes, args.dim, args.repeats = [8, 32], 32, 1
@@ -479,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(args, device, load_before, loss_rows, search_rows)
     print(report)
     if args.output is not None:
-        write_block(args.output, report)
+        write_block(args.output, report, args.section_suffix)
     worst = max(row.abs_diff for row in loss_rows if row.abs_diff is not None)
     if worst > args.tolerance:
         print(f"loss values disagree with a peer: max abs diff {worst:.3e} > {args.tolerance}", file=sys.stderr)
