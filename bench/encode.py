@@ -3,8 +3,8 @@
 Usage::
 
     python bench/encode.py [--texts 6000] [--batch-size 32] [--rounds 5] [--process-rounds 3] [--threads N]
-                           [--model bundled:all-MiniLM-L6-v2] [--data-root ../shared/data]
-                           [--output BENCHMARKS.md] [--quick]
+                           [--model bundled:all-MiniLM-L6-v2] [--data-root ../shared/data] [--device cpu]
+                           [--no-quality] [--output BENCHMARKS.md] [--section-suffix TEXT] [--quick]
 
 The texts: the first ``--texts`` sentences of STS-B train (sentence 1 and sentence 2 of each row, file order),
 all-MiniLM-L6-v2, batch ``--batch-size``, L2-normalised embeddings on both sides.
@@ -28,9 +28,20 @@ all-MiniLM-L6-v2, batch ``--batch-size``, L2-normalised embeddings on both sides
 - **int8**: its max abs difference and smallest cosine to the float embeddings, and the STS-B dev Spearman of
   the float and the int8 model (``contrastext.evaluation.sts.evaluate_sts``), with the change.
 
+``--device cuda`` (default ``cpu``) runs both sides there: our encoder moved with ``.to(device)``,
+``SentenceTransformer(..., device=...)``, in process and in the whole processes; the clocks are read after
+``torch.cuda.synchronize``, and the profile groups the CUDA kernel time by the op that launched it (self CUDA
+time) instead of the self CPU time. ``contrastext encode`` has no ``--device`` option (it encodes on the CPU), so
+on another device our whole-process arm is this script's ``--ours-child``: what the command does (read the file,
+``load_model``, encode, check, save the ``.npy``) with the model moved to the device. The int8 arms are skipped
+there: dynamic int8 quantisation runs on the CPU only. ``--no-quality`` skips what only means something with
+pretrained weights (the STS-B dev Spearman of the float and int8 models), e.g. for a randomly initialised model
+of the same shape; speed and the embedding differences stay.
+
 ``--threads N`` sets ``torch.set_num_threads`` here and ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` for the children
 (default: torch's default, one thread per core). The report goes to stdout and, with ``--output``, replaces the
-block between ``<!-- begin bench/encode.py -->`` / ``<!-- end bench/encode.py -->`` of that file. ``--quick`` is a
+block between ``<!-- begin bench/encode.py -->`` / ``<!-- end bench/encode.py -->`` of that file
+(``--section-suffix TEXT`` appends TEXT to both markers and to the section title). ``--quick`` is a
 smoke run (seconds; 200 texts, one round each): its numbers mean nothing. The exit status is 1 when our float
 embeddings differ from ST's by more than ``--tolerance`` (1e-5).
 """
@@ -57,9 +68,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a pack
 import markdown_block  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-BEGIN_MARKER = "<!-- begin bench/encode.py -->"
-END_MARKER = "<!-- end bench/encode.py -->"
+SCRIPT = "encode.py"
+BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 SECTION = "## Encoding: contrastext encode vs SentenceTransformer.encode"
+DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
 
 
 def default_data_root() -> Path:
@@ -75,13 +87,28 @@ def stsb_texts(data_root: Path, count: int) -> list[str]:
     return texts[:count]
 
 
-def median_times(runs: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Seconds of each run per round, round-robin with the order reversed every round."""
+def synchronize(device: str) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously); nothing to wait for on the CPU."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def on_cpu(device: str) -> bool:
+    return device == "cpu"
+
+
+def median_times(runs: dict[str, Callable[[], object]], rounds: int, device: str = "cpu") -> dict[str, list[float]]:
+    """Seconds of each run per round, round-robin with the order reversed every round (the device synchronised
+    before each clock reading)."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     for index in range(rounds):
         for name in list(runs) if index % 2 == 0 else list(reversed(runs)):
+            synchronize(device)
             start = time.perf_counter()
             runs[name]()
+            synchronize(device)
             times[name].append(time.perf_counter() - start)
             print(f"  round {index + 1}/{rounds} {name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
     return times
@@ -99,7 +126,8 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
     # One model for the three float arms of ours, its forward switched per arm: with a copy per arm, the
     # first-loaded copy ran 2-16 % slower than the padded copy in every round on nearly the same path (few sorted
     # batches reach 10 % padding), a difference between copies, not paths.
-    ours = load_model(model_path)
+    device = args.device
+    ours = load_model(model_path).to(device)
 
     def ours_with(unpad: bool, min_padding: float) -> Callable[[], object]:
         def run():
@@ -108,8 +136,9 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
 
         return run
 
-    int8 = quantize_encoder(load_model(model_path), "int8")
-    theirs = SentenceTransformer(model_path, device="cpu")
+    # Dynamic int8 quantisation runs on the CPU only (quantize_encoder refuses a model on another device).
+    int8 = quantize_encoder(load_model(model_path), "int8") if on_cpu(device) else None
+    theirs = SentenceTransformer(model_path, device=device)
     batch = args.batch_size
     default_min_padding = ours.unpad_min_padding  # packs only batches with >= 10 % padding (sorted ones: rarely)
     encoders = {
@@ -121,25 +150,34 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
             texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         ),
     }
+    if int8 is None:
+        del encoders["ours, --quantize int8"]
     warm = texts[:64]
     ours.encode(warm, batch_size=batch)
-    int8.encode(warm, batch_size=batch)
+    if int8 is not None:
+        int8.encode(warm, batch_size=batch)
     theirs.encode(warm, batch_size=batch, show_progress_bar=False)
-    times = median_times(encoders, args.rounds)
+    times = median_times(encoders, args.rounds, device)
     embeddings = {name: np.asarray(run(), dtype=np.float32) for name, run in encoders.items()}
     ours.unpad, ours.unpad_min_padding = True, default_min_padding  # the default, for the profile below
     reference = embeddings["sentence-transformers"]
-    quantized = embeddings["ours, --quantize int8"]
-    return {
+    result = {
         "times": times,
         "diff_st": float(np.abs(embeddings["ours"] - reference).max()),
         "diff_padded": float(np.abs(embeddings["ours, padded"] - embeddings["ours, always packed"]).max()),
-        "int8_diff": float(np.abs(quantized - embeddings["ours"]).max()),
-        "int8_min_cos": float((quantized * embeddings["ours"]).sum(axis=1).min()),
-        "spearman": stsb_dev_spearman(args, {"float": ours, "int8": int8}),
+        "int8_diff": None,
+        "int8_min_cos": None,
+        "spearman": None,
         "threads": torch.get_num_threads(),
-        "profile": where_the_time_goes(ours, texts, batch),
     }
+    if int8 is not None:
+        quantized = embeddings["ours, --quantize int8"]
+        result["int8_diff"] = float(np.abs(quantized - embeddings["ours"]).max())
+        result["int8_min_cos"] = float((quantized * embeddings["ours"]).sum(axis=1).min())
+    if not args.no_quality:
+        result["spearman"] = stsb_dev_spearman(args, {"float": ours, **({"int8": int8} if int8 is not None else {})})
+    result["profile"] = where_the_time_goes(ours, texts, batch, device)
+    return result
 
 
 # Self CPU time of the profiler's ops, by the layer kind they serve (first matching pattern wins).
@@ -162,21 +200,37 @@ def op_group(name: str) -> str:
     return "other (pooling, normalising, Python)"
 
 
-def where_the_time_goes(encoder, texts: list[str], batch: int) -> dict:
-    """Tokenisation time, and the encode call's self CPU time by op group (torch.profiler, one call)."""
+def where_the_time_goes(encoder, texts: list[str], batch: int, device: str = "cpu") -> dict:
+    """Tokenisation time, and the encode call's self time by op group (torch.profiler, one call): self CPU time
+    on the CPU; on CUDA the kernels' time, each kernel counted under the op that launched it (the self device
+    time of the CPU-side ops; the kernel rows themselves are left out, they would count it twice)."""
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     start = time.perf_counter()
     encoder.tokenizer(texts, truncation=True, max_length=encoder.max_seq_length)
     tokenize_s = time.perf_counter() - start
-    start = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        encoder.encode(texts, batch_size=batch, normalize=True)
-    call_s = time.perf_counter() - start
-    groups: dict[str, float] = {}
-    for event in prof.key_averages():
-        group = op_group(event.key)
-        groups[group] = groups.get(group, 0.0) + event.self_cpu_time_total / 1e6
+    cuda = device.startswith("cuda")
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
+    try:
+        synchronize(device)
+        start = time.perf_counter()
+        with profile(activities=activities) as prof:
+            encoder.encode(texts, batch_size=batch, normalize=True)
+            synchronize(device)
+        call_s = time.perf_counter() - start
+        groups: dict[str, float] = {}
+        for event in prof.key_averages():
+            if cuda and event.device_type != DeviceType.CPU:
+                continue
+            group = op_group(event.key)
+            seconds = (event.self_device_time_total if cuda else event.self_cpu_time_total) / 1e6
+            groups[group] = groups.get(group, 0.0) + seconds
+    except Exception as error:  # a profiler without CUDA support (CUPTI) must not cost the measured figures
+        if not cuda:
+            raise
+        print(f"profiling the CUDA encode call failed: {error!r}", file=sys.stderr)
+        return {"tokenize_s": tokenize_s, "profiled_call_s": float("nan"), "groups": {}, "error": repr(error)}
     return {"tokenize_s": tokenize_s, "profiled_call_s": call_s, "groups": groups}
 
 
@@ -213,20 +267,30 @@ OUR_IMPORTS = "import contrastext.cli.encode_command, contrastext.models.encoder
 PEER_IMPORTS = "import sentence_transformers"
 
 
+OURS_PROCESS = "contrastext encode"  # the whole-process arm of ours: the command itself (on the CPU)
+OURS_CHILD = "contrastext encode's steps, model on {device} (bench child)"  # on another device: --ours-child
+
+
+def ours_process_name(device: str) -> str:
+    return OURS_PROCESS if on_cpu(device) else OURS_CHILD.format(device=device)
+
+
 def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: dict[str, str]) -> dict:
     outputs = {name: work / f"{name}.npy" for name in ("ours", "int8", "st")}
     common = ["encode", "--model", model_path, "--input", str(texts_file), "--batch-size", str(args.batch_size),
               "--no-progress"]
-    commands = {
-        "contrastext encode": [*contrastext_command(), *common, "--output", str(outputs["ours"])],
-        "contrastext encode --quantize int8": [
-            *contrastext_command(), *common, "--output", str(outputs["int8"]), "--quantize", "int8"
-        ],
-        "sentence-transformers script": [
-            sys.executable, str(Path(__file__).resolve()), "--peer-child", str(outputs["st"]),
-            "--texts-file", str(texts_file), "--model", model_path, "--batch-size", str(args.batch_size),
-        ],
-    }
+    child = [sys.executable, str(Path(__file__).resolve()), "--texts-file", str(texts_file), "--model", model_path,
+             "--batch-size", str(args.batch_size), "--device", args.device]
+    if on_cpu(args.device):
+        commands = {
+            OURS_PROCESS: [*contrastext_command(), *common, "--output", str(outputs["ours"])],
+            "contrastext encode --quantize int8": [
+                *contrastext_command(), *common, "--output", str(outputs["int8"]), "--quantize", "int8"
+            ],
+        }
+    else:  # `contrastext encode` has no --device: its steps in a child of this script, the model on the device
+        commands = {ours_process_name(args.device): [*child, "--ours-child", str(outputs["ours"])]}
+    commands["sentence-transformers script"] = [*child, "--peer-child", str(outputs["st"])]
 
     def runner(command: list[str]) -> Callable[[], None]:
         def run() -> None:
@@ -239,7 +303,7 @@ def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: di
     times = median_times({name: runner(command) for name, command in commands.items()}, args.process_rounds)
     diff = float(np.abs(np.load(outputs["ours"]) - np.load(outputs["st"])).max())
     imports = {
-        "contrastext encode": import_seconds(OUR_IMPORTS, env, args.process_rounds),
+        ours_process_name(args.device): import_seconds(OUR_IMPORTS, env, args.process_rounds),
         "sentence-transformers script": import_seconds(PEER_IMPORTS, env, args.process_rounds),
     }
     return {"times": times, "diff_st": diff, "imports": imports}
@@ -251,9 +315,24 @@ def peer_child(args) -> int:
 
     texts = Path(args.texts_file).read_text(encoding="utf-8").split("\n")
     texts = [text for text in texts if text]
-    model = SentenceTransformer(args.model, device="cpu")
+    model = SentenceTransformer(args.model, device=args.device)
     embeddings = model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False)
     np.save(args.peer_child, np.asarray(embeddings, dtype=np.float32))
+    return 0
+
+
+def ours_child(args) -> int:
+    """Our whole-process arm on a device other than the CPU: what ``contrastext encode`` does (read the file,
+    load the model, encode with normalisation, check the values, save the ``.npy``), the model moved to
+    ``--device`` (the command has no such option)."""
+    from contrastext.cli.encode_command import check_finite, load_model, read_texts
+
+    texts = read_texts(Path(args.texts_file))
+    encoder = load_model(args.model).to(args.device)
+    embeddings = encoder.encode(texts, batch_size=args.batch_size, normalize=True, convert_to="numpy")
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    check_finite(embeddings, texts, args.texts_file)
+    np.save(args.ours_child, embeddings)
     return 0
 
 
@@ -271,20 +350,27 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
     import transformers
 
     peer = "sentence-transformers"
+    begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
+    if on_cpu(args.device):
+        hardware = f"CPU only, {os.cpu_count()} cores"
+    else:
+        hardware = f"{torch.cuda.get_device_name(torch.device(args.device))} ({args.device}), {os.cpu_count()} CPU cores"
+    model = "all-MiniLM-L6-v2" if args.model == DEFAULT_MODEL else f"model `{args.model}`"
     lines = [
-        BEGIN_MARKER,
+        begin,
         "### Run conditions",
         "",
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, CPU only, "
-        f"{os.cpu_count()} cores",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
         f"- torch {torch.__version__}, torch.get_num_threads() = {inproc['threads']} (children: "
         f"{args.threads or 'default'}); transformers {transformers.__version__}; sentence-transformers "
         f"{sentence_transformers.__version__}",
         f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} (arms run "
         "round-robin, the order reversed every round)",
         f"- command: `{' '.join(['python', 'bench/encode.py', *map(shlex.quote, args.argv)])}`",
-        f"- {args.texts} STS-B train sentences, batch {args.batch_size}, all-MiniLM-L6-v2, normalised embeddings; "
-        f"{args.rounds} in-process round(s), {args.process_rounds} whole-process round(s)",
+        f"- {args.texts} STS-B train sentences, batch {args.batch_size}, {model}, normalised embeddings; "
+        f"{args.rounds} in-process round(s), {args.process_rounds} whole-process round(s)"
+        + ("" if on_cpu(args.device) else f"; both sides on {args.device}, float32, clocks read after "
+           "torch.cuda.synchronize"),
         "",
         "| encode call, in process | median s | ST / arm (median of rounds) |",
         "|---|---:|---:|",
@@ -295,19 +381,29 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
     lines += ["", "| whole process | median s | ST / arm (median of rounds) |", "|---|---:|---:|"]
     for name, values in processes["times"].items():
         lines.append(f"| `{name}` | {statistics.median(values):.2f} | {speedup(processes['times'], name, script):.2f} |")
+    if not on_cpu(args.device):
+        lines += [
+            "",
+            f"`contrastext encode` has no `--device` option (it encodes on the CPU), so our whole-process arm on "
+            f"{args.device} is this script's `--ours-child`: the command's steps (read the file, `load_model`, "
+            "encode with normalisation, check the values, save the .npy) with the model moved to the device.",
+        ]
     profile = inproc["profile"]
     total = sum(profile["groups"].values()) or 1.0
+    kind = "CPU" if on_cpu(args.device) else "CUDA"
     lines += [
         "",
         f"Where the time goes: one profiled encode call of ours ({profile['profiled_call_s']:.2f} s under "
-        f"torch.profiler; tokenising the {args.texts} texts alone takes {profile['tokenize_s']:.2f} s), self CPU "
-        "time by op group:",
+        f"torch.profiler; tokenising the {args.texts} texts alone takes {profile['tokenize_s']:.2f} s), self {kind} "
+        "time by op group" + ("" if on_cpu(args.device) else " (each kernel under the op that launched it)") + ":",
         "",
-        "| op group | self CPU s | share |",
+        f"| op group | self {kind} s | share |",
         "|---|---:|---:|",
     ]
     for group, seconds in sorted(profile["groups"].items(), key=lambda item: -item[1]):
         lines.append(f"| {group} | {seconds:.2f} | {100 * seconds / total:.0f} % |")
+    if "error" in profile:
+        lines.append(f"| profiling failed: {profile['error']} | – | – |")
     imports = processes["imports"]
     lines += [
         "",
@@ -318,28 +414,59 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
         ) + ".",
     ]
     call = speedup(inproc["times"], "ours", peer)
-    whole = speedup(processes["times"], "contrastext encode", script)
-    spearman = inproc["spearman"]
+    whole = speedup(processes["times"], ours_process_name(args.device), script)
     lines += [
         "",
         f"- Goal (issue 11): encoding ≥ 1.3× sentence-transformers: **{call:.2f}×** for the encode call, "
         f"**{whole:.2f}×** whole process ({'met' if min(call, whole) >= 1.3 else 'not met'}).",
         f"- Same embeddings: max abs difference to ST {inproc['diff_st']:.1e} in process, {processes['diff_st']:.1e} "
         f"between the saved files; always-packed vs padded forward {inproc['diff_padded']:.1e}.",
-        f"- `--quantize int8`: max abs difference to the float embeddings {inproc['int8_diff']:.2f}, smallest cosine "
-        f"{inproc['int8_min_cos']:.3f}; STS-B dev Spearman {spearman['float']:.2f} (float) → {spearman['int8']:.2f} "
-        f"(int8), change {spearman['int8'] - spearman['float']:+.2f}.",
-        END_MARKER,
+        int8_line(args, inproc),
+        end,
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str) -> None:
+def int8_line(args, inproc: dict) -> str:
+    """The int8 verdict: its differences to the float embeddings and the STS-B dev Spearman change (each part
+    skipped, and said so, on a device other than the CPU or with --no-quality)."""
+    spearman = inproc["spearman"]
+    if inproc["int8_diff"] is None:
+        line = f"- `--quantize int8`: skipped on {args.device} (dynamic int8 quantisation runs on the CPU only)"
+        if spearman is None:
+            return line + "; STS-B dev Spearman: skipped (--no-quality)."
+        return line + f"; STS-B dev Spearman of the float model {spearman['float']:.2f}."
+    line = (
+        f"- `--quantize int8`: max abs difference to the float embeddings {inproc['int8_diff']:.2f}, smallest cosine "
+        f"{inproc['int8_min_cos']:.3f}"
+    )
+    if spearman is None:
+        return line + "; STS-B dev Spearman: skipped (--no-quality)."
+    return line + (
+        f"; STS-B dev Spearman {spearman['float']:.2f} (float) → {spearman['int8']:.2f} "
+        f"(int8), change {spearman['int8'] - spearman['float']:+.2f}."
+    )
+
+
+def write_block(path: Path, block: str, suffix: str = "") -> None:
     """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, SECTION)
+    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
 
 
 # --------------------------------------------------------------------------------------------------- main
+
+
+def device_name(text: str) -> str:
+    """argparse type of ``--device``: ``cpu`` or ``cuda[:N]``, normalised by ``torch.device``."""
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}")
+    return "cpu" if device.type == "cpu" else str(device)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -348,13 +475,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=5, help="in-process rounds")
     parser.add_argument("--process-rounds", type=int, default=3, help="whole-process rounds")
-    parser.add_argument("--model", default="bundled:all-MiniLM-L6-v2")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--data-root", type=Path, default=default_data_root())
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
     parser.add_argument("--tolerance", type=float, default=1e-5, help="max abs embedding difference to ST")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="smoke run (seconds): 200 texts, one round each")
+    parser.add_argument("--device", type=device_name, default="cpu",
+                        help="where both sides encode: cpu (default), cuda, cuda:1, ...")
+    parser.add_argument(
+        "--no-quality", action="store_true",
+        help="skip the STS-B dev Spearman (float and int8): meaningless for a model with random weights",
+    )
+    markdown_block.add_suffix_option(parser)
     parser.add_argument("--peer-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--ours-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--texts-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -367,7 +502,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.peer_child is not None:
         return peer_child(args)
+    if args.ours_child is not None:
+        return ours_child(args)
     import torch
+
+    if not on_cpu(args.device) and not torch.cuda.is_available():
+        raise SystemExit(f"--device {args.device}: torch {torch.__version__} sees no CUDA device here")
 
     from contrastext.models.names import resolve_model
 
@@ -392,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(args, inproc, processes, load_before)
     print(report)
     if args.output is not None:
-        write_block(args.output, report)
+        write_block(args.output, report, args.section_suffix)
     worst = max(inproc["diff_st"], processes["diff_st"])
     if worst > args.tolerance:
         print(f"our embeddings differ from ST's: max abs diff {worst:.2e} > {args.tolerance}", file=sys.stderr)
