@@ -3,7 +3,11 @@
 Usage::
 
     python bench/train_simcse.py [--rounds 3] [--steps 30] [--batch-size 64] [--max-length 32]
-                                 [--data-root ../shared/data] [--threads N] [--output BENCHMARKS.md] [--quick]
+                                 [--mixed-precision no|bf16|fp16] [--loss-tolerance X] [--model M]
+                                 [--data-root ../shared/data] [--threads N] [--output BENCHMARKS.md]
+                                 [--section-suffix TEXT] [--quick]
+
+``--model M`` (default the recipe's, ``bundled:all-MiniLM-L6-v2``) is every arm's model: ours gets ``--set model=M``.
 
 Three arms, each a whole process started by this script, run round-robin (the order reversed every round, so a
 load spike on a shared machine hits all arms alike), ``--rounds`` times:
@@ -13,8 +17,8 @@ load spike on a shared machine hits all arms alike), ``--rounds`` times:
   ``data.max_length`` ``--max-length`` on wiki1m, with the evaluation switched off (``eval.tasks=``) and a log
   record every step; it still writes its last checkpoint and exports ``final/encoder``, as every run does;
 - **ours, padded**: the same with ``train.unpad=false`` (the padded forward): the loss curves of the two must be
-  equal, ``|Δloss| ≤ --loss-tolerance`` (1e-4) at every step (same seed, same dropout masks: see
-  ``contrastext/models/unpadded.py``); the script exits with status 1 when they are not;
+  equal, ``|Δloss| ≤ --loss-tolerance`` (1e-4 in float32, 5e-2 under mixed precision) at every step (same seed,
+  same dropout masks: see ``contrastext/models/unpadded.py``); the script exits with status 1 when they are not;
 - **sentence-transformers**: ``SentenceTransformerTrainer`` with ``MultipleNegativesRankingLoss(scale=20)`` (= 1/τ)
   on (s, s) pairs of the same sentences, in the very batches our trainer draws (our seeded order, fed to ST
   with a sequential batch sampler), batch ``--batch-size``, ``max_seq_length`` ``--max-length``, lr 3e-5 linear
@@ -27,9 +31,20 @@ per step: collate + forward + backward + optimiser step), for sentence-transform
 forward, backward, optimiser step; not the model-card examples ST computes when training starts). The
 report gives medians over the rounds and the median of the per-round ratios ST / ours (> 1: we are faster).
 
+Device and precision: every arm trains on the GPU when torch sees one (ours through Accelerate, the
+sentence-transformers trainer likewise), else on the CPU. ``--mixed-precision`` (default ``no``: float32) is
+passed to ours as ``--set train.mixed_precision=<v>`` (always, so the recipe's ``auto``, bf16 on a GPU, does not
+apply) and to sentence-transformers as ``bf16=True`` / ``fp16=True``; fp16 needs a GPU (our trainer refuses it on
+the CPU). Under mixed precision the padded and packed forwards round differently, so the loss tolerance defaults
+to 5e-2 there (bf16 keeps 8 bits of mantissa: ~0.4 % of a loss of ~4 is 0.016 per step). On CUDA the
+sentence-transformers step times are read after ``torch.cuda.synchronize``; ours come from the trainer's log,
+whose per-step host transfer of the loss synchronises every step but the optimiser's step of the last.
+
 ``--threads N`` sets ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` for every child (default: unset, torch's own
 default, one thread per core). The report (markdown) goes to stdout and, with ``--output``, replaces the block
-between ``<!-- begin bench/train_simcse.py -->`` / ``<!-- end bench/train_simcse.py -->`` of that file.
+between ``<!-- begin bench/train_simcse.py -->`` / ``<!-- end bench/train_simcse.py -->`` of that file
+(``--section-suffix TEXT`` appends TEXT to both markers and to the section title, so runs at several precisions
+or on other machines keep blocks of their own).
 ``--quick`` is a smoke run of seconds (2 steps of batch 8, one round): it checks that everything runs, its
 numbers mean nothing.
 """
@@ -55,11 +70,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a pack
 import markdown_block  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-BEGIN_MARKER = "<!-- begin bench/train_simcse.py -->"
-END_MARKER = "<!-- end bench/train_simcse.py -->"
+SCRIPT = "train_simcse.py"
+BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 SECTION = "## Training: unsupervised SimCSE vs sentence-transformers"
 ARMS = ("ours", "ours, padded", "sentence-transformers")
+DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"  # the simcse-unsup recipe's
 LR, SEED, SCALE = 3e-5, 42, 20.0  # the recipe's lr and seed; MNRL's scale = 1 / τ (τ = 0.05)
+PRECISIONS = ("no", "bf16", "fp16")
+LOSS_TOLERANCE = {"no": 1e-4, "bf16": 5e-2, "fp16": 5e-2}  # default --loss-tolerance per --mixed-precision
 
 
 # ------------------------------------------------------------------------------------------------- data
@@ -111,6 +129,9 @@ def ours_command(args: argparse.Namespace, output: Path, unpad: bool) -> list[st
         f"train.max_steps={args.steps}", f"train.batch_size={args.batch_size}", f"data.max_length={args.max_length}",
         "eval.tasks=", "train.eval_every=null", "train.metric_for_best=null", "train.log_every=1",
         "train.progress_bar=false", "train.overwrite=true", f"train.unpad={'true' if unpad else 'false'}",
+        # Quoted: YAML reads a bare `no` as false, which the config refuses (contrastext/training/config.py).
+        f"train.mixed_precision='{args.mixed_precision}'",
+        *([f"model={args.model}"] if args.model != DEFAULT_MODEL else []),
     ]
 
 
@@ -118,7 +139,7 @@ def peer_command(args: argparse.Namespace, output: Path, texts_file: Path) -> li
     return [
         sys.executable, str(Path(__file__).resolve()), "--peer-child", str(output), "--texts-file", str(texts_file),
         "--model", args.model, "--steps", str(args.steps), "--batch-size", str(args.batch_size),
-        "--max-length", str(args.max_length),
+        "--max-length", str(args.max_length), "--mixed-precision", args.mixed_precision,
     ]
 
 
@@ -158,7 +179,8 @@ def peer_child(args: argparse.Namespace) -> int:
 
     output = Path(args.peer_child)
     texts = json.loads(Path(args.texts_file).read_text())
-    model = SentenceTransformer(resolve_model(args.model), device="cpu")
+    cuda = torch.cuda.is_available()  # as our trainer (Accelerate): the GPU when there is one
+    model = SentenceTransformer(resolve_model(args.model), device="cuda" if cuda else "cpu")
     model.max_seq_length = args.max_length
     dataset = Dataset.from_dict({"anchor": texts, "positive": texts})
 
@@ -171,9 +193,13 @@ def peer_child(args: argparse.Namespace) -> int:
 
         def on_step_begin(self, *_args, **_kwargs):
             if not self.marks:  # after on_train_begin's model-card work, which is not a training step
+                if cuda:
+                    torch.cuda.synchronize()
                 self.marks = [time.perf_counter()]
 
         def on_step_end(self, *_args, **_kwargs):
+            if cuda:
+                torch.cuda.synchronize()
             self.marks.append(time.perf_counter())
 
     timer = StepTimes()
@@ -181,7 +207,8 @@ def peer_child(args: argparse.Namespace) -> int:
         output_dir=str(output / "st"), max_steps=args.steps, per_device_train_batch_size=args.batch_size,
         learning_rate=LR, lr_scheduler_type="linear", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
         seed=SEED, data_seed=SEED, logging_steps=1, save_strategy="no", eval_strategy="no", report_to="none",
-        disable_tqdm=True, dataloader_drop_last=True, batch_sampler=sequential, use_cpu=True,
+        disable_tqdm=True, dataloader_drop_last=True, batch_sampler=sequential, use_cpu=not cuda,
+        bf16=args.mixed_precision == "bf16", fp16=args.mixed_precision == "fp16",
     )
     trainer = SentenceTransformerTrainer(
         model=model, args=training_args, train_dataset=dataset,
@@ -225,12 +252,23 @@ def render(args, results: Results, load_before: tuple[float, ...], tokens: tuple
 
     rounds = len(results.whole["ours"])
     goal = median_ratio(results, "whole", "ours")
+    begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
+    cuda = torch.cuda.is_available()  # where the children trained (ours: Accelerate; ST: the same choice)
+    hardware = f"{torch.cuda.get_device_name(0)}, {os.cpu_count()} CPU cores" if cuda else (
+        f"CPU only, {os.cpu_count()} cores"
+    )
+    precision = ""  # float32 on the CPU says nothing new (the blocks measured before said nothing either)
+    if cuda or args.mixed_precision != "no":
+        precision = (
+            "; precision: float32 (`train.mixed_precision=no`, ST without bf16/fp16)" if args.mixed_precision == "no"
+            else f"; precision: {args.mixed_precision} mixed (`train.mixed_precision={args.mixed_precision}`, ST "
+            f"`{args.mixed_precision}=True`)"
+        )
     lines = [
-        BEGIN_MARKER,
+        begin,
         "### Run conditions",
         "",
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, CPU only, "
-        f"{os.cpu_count()} cores",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
         f"- torch {torch.__version__} (threads in the children: {args.threads or 'default'}, "
         f"torch.get_num_threads() = {results.peer_threads}); transformers {transformers.__version__}; "
         f"sentence-transformers {sentence_transformers.__version__}",
@@ -239,7 +277,8 @@ def render(args, results: Results, load_before: tuple[float, ...], tokens: tuple
         f"- command: `{' '.join(['python', 'bench/train_simcse.py', *map(shlex.quote, args.argv)])}`",
         f"- {args.steps} steps of batch {args.batch_size} (× 2 dropout views) at max length {args.max_length} on "
         f"wiki1m, the same batches for every arm; {tokens[0]:.1f} real tokens per sentence against "
-        f"{tokens[1]:.1f} per padded row ({100 * (1 - tokens[0] / tokens[1]):.0f} % padding); {rounds} round(s)",
+        f"{tokens[1]:.1f} per padded row ({100 * (1 - tokens[0] / tokens[1]):.0f} % padding); {rounds} round(s)"
+        f"{precision}" + (f"; model `{args.model}`" if args.model != DEFAULT_MODEL else ""),
         "",
         "| arm | whole process s (median) | training steps s (median) | ST / arm, whole process "
         "(median of rounds) | ST / arm, steps (median of rounds) |",
@@ -265,14 +304,14 @@ def render(args, results: Results, load_before: tuple[float, ...], tokens: tuple
         "the model's mean pooling): "
         + "; ".join(f"{arm} {results.first_losses[arm]:.4f} / {results.last_losses[arm]:.4f}" for arm in ARMS)
         + ".",
-        END_MARKER,
+        end,
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str) -> None:
+def write_block(path: Path, block: str, suffix: str = "") -> None:
     """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, SECTION)
+    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
 
 
 # --------------------------------------------------------------------------------------------------- main
@@ -284,18 +323,31 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=32)
-    parser.add_argument("--model", default="bundled:all-MiniLM-L6-v2", help="the ST arm's model (the recipe's)")
+    parser.add_argument(
+        "--model", default=DEFAULT_MODEL,
+        help="the model of every arm (default: the recipe's; another is passed to ours as --set model=...)",
+    )
     parser.add_argument("--data-root", type=Path, default=default_data_root())
     parser.add_argument("--threads", type=int, default=None, help="OMP/MKL threads of the children (default: unset)")
-    parser.add_argument("--loss-tolerance", type=float, default=1e-4)
+    parser.add_argument(
+        "--mixed-precision", choices=PRECISIONS, default="no",
+        help="no (float32, default), bf16 or fp16 (a GPU only) for every arm",
+    )
+    parser.add_argument(
+        "--loss-tolerance", type=float, default=None,
+        help="max |Δloss| per step, ours vs ours padded (default: 1e-4 in float32, 5e-2 with bf16/fp16)",
+    )
     parser.add_argument("--work-dir", type=Path, default=None, help="where the runs write (default: a temp folder)")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="smoke run (seconds): 2 steps of batch 8, 1 round")
+    markdown_block.add_suffix_option(parser)
     parser.add_argument("--peer-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--texts-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.steps, args.batch_size = 1, 2, 8
+    if args.loss_tolerance is None:
+        args.loss_tolerance = LOSS_TOLERANCE[args.mixed_precision]
     args.argv = argv
     return args
 
@@ -304,7 +356,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.peer_child is not None:
         return peer_child(args)
+    import torch
+
     from contrastext.models.names import resolve_model
+
+    if args.mixed_precision == "fp16" and not torch.cuda.is_available():
+        raise SystemExit("--mixed-precision fp16 needs a CUDA GPU (our trainer refuses it on the CPU); use bf16 or no")
 
     env = dict(os.environ)
     if args.threads:
@@ -346,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(args, results, load_before, tokens)
     print(report)
     if args.output is not None:
-        write_block(args.output, report)
+        write_block(args.output, report, args.section_suffix)
     if args.work_dir is None:
         shutil.rmtree(work, ignore_errors=True)
     worst = max(results.loss_diffs)
