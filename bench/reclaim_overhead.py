@@ -8,7 +8,8 @@ Usage::
 
     python bench/reclaim_overhead.py [--bank-sizes 67349,1000000] [--steps 20] [--warmup 3] [--rounds 3]
                                      [--threads 1] [--k 100] [--batch-size 32] [--nlist N] [--nprobe N]
-                                     [--output BENCHMARKS.md] [--quick]
+                                     [--model M] [--device cpu] [--ivf-on-cuda index|exact]
+                                     [--output BENCHMARKS.md] [--section-suffix TEXT] [--quick]
 
 **What a step is.** One optimiser step as the trainer (``training/trainer.py``) runs it, on all-MiniLM-L6-v2
 with the ``reclaim`` recipe's settings (batch 32, max length 128, AdamW lr 2e-5 with linear decay, gradient
@@ -61,9 +62,23 @@ optimiser state, banks, faiss's index outside PyTorch, activations). "+ MiB" is 
 baseline's peak in the same round. ``--threads`` (default 1) fixes torch's and faiss's threads for the
 timed steps; the one-time feature encoding uses every core.
 
+**On a GPU** (``--device cuda``, default ``cpu``): the child builds the method as above (banks filled on the
+CPU), moves it with ``.to(device)`` (encoder, head, critic and both banks, which are registered buffers), and
+moves each collated batch to the device inside the timed step; the clock is read after
+``torch.cuda.synchronize`` at both ends of a step (and of the index build). Peak memory is then the GPU's:
+``torch.cuda.max_memory_allocated`` over the timed steps, after ``torch.cuda.reset_peak_memory_stats`` at the
+end of the warm-up (weights, AdamW state, banks, batches and activations; the kept IVF index lives in CPU
+memory and is not counted). ``IVFSearch`` answers CUDA keys with the exact search by default (``on_cuda=
+"exact"``: the ``top-K ivf`` row would repeat ``top-K exact``), so on a GPU the ``top-K ivf`` row uses
+``on_cuda=--ivf-on-cuda`` (default ``"index"``: the faiss index stays on the CPU, faiss-cpu, and the queries and
+the rows each momentum update wrote are copied to it). The feature encoding runs on the device too.
+``--model`` replaces the recipe's model (``--set model=...``; default the recipe's all-MiniLM-L6-v2), e.g. a
+folder of a randomly initialised BERT-base; its features are cached under their own name.
+
 The report (markdown) goes to stdout and, with ``--output``, replaces the block between the
 ``<!-- begin bench/reclaim_overhead.py -->`` / ``<!-- end bench/reclaim_overhead.py -->`` markers of that file
-(the block is appended under its own heading when the markers are missing), leaving the rest as it is.
+(the block is appended under its own heading when the markers are missing), leaving the rest as it is;
+``--section-suffix TEXT`` appends TEXT to both markers and to the heading, so a GPU run keeps a block of its own.
 """
 
 from __future__ import annotations
@@ -90,8 +105,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-BEGIN_MARKER = "<!-- begin bench/reclaim_overhead.py -->"
-END_MARKER = "<!-- end bench/reclaim_overhead.py -->"
+SCRIPT = "reclaim_overhead.py"
+BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 HEADING = "## RECLAIM: overhead of active negative selection"
 MIB = 2**20
 SST2_ROWS = 67_349
@@ -115,6 +130,7 @@ def recipe_config(args: argparse.Namespace, method_args: dict):
     from contrastext.training.config import load_config
 
     overrides = [
+        *([f"model={args.model}"] if args.model is not None else []),  # None: the recipe's model
         f"train.batch_size={args.batch_size}",
         f"data.max_length={args.max_length}",
         f"method_args.k={args.k}",
@@ -135,7 +151,27 @@ def training_rows(args: argparse.Namespace):
 
 
 def features_path(args: argparse.Namespace, n_rows: int) -> Path:
-    return Path(args.cache_dir) / f"reclaim_overhead_features_{n_rows}_len{args.max_length}.pt"
+    name = f"reclaim_overhead_features_{n_rows}_len{args.max_length}"
+    if args.model is not None:  # another model's features: a name of their own (the recipe's keeps the old one)
+        name += "_" + "".join(c if c.isalnum() or c in "-." else "_" for c in args.model)
+    return Path(args.cache_dir) / f"{name}.pt"
+
+
+def synchronize(device) -> None:
+    """Wait for the device's queued work before a clock or memory reading (no-op on the CPU)."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def to_device(batch: dict, device) -> dict:
+    """A collated batch with its tensors on ``device`` (as it is on the CPU)."""
+    import torch
+
+    if device.type == "cpu":
+        return batch
+    return {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
 
 
 def encode_features(args: argparse.Namespace) -> Path:
@@ -152,7 +188,8 @@ def encode_features(args: argparse.Namespace) -> Path:
     if path.exists():
         return path
     torch.set_num_threads(os.cpu_count() or 1)
-    encoder = classifier_encoder(config, config.method_args_as(ReclaimArgs))
+    device = torch.device(args.device)
+    encoder = classifier_encoder(config, config.method_args_as(ReclaimArgs)).to(device)
     method = FineTuneMethod(encoder, task).eval()
     order = sorted(range(len(rows)), key=lambda i: len(rows[i].texts[0]))  # similar lengths: little padding
     width = encoder.hidden_size
@@ -161,13 +198,16 @@ def encode_features(args: argparse.Namespace) -> Path:
     with torch.inference_mode():
         for start in range(0, len(order), 256):
             chosen = order[start : start + 256]
-            batch = method.tokenize([rows[i] for i in chosen])
+            batch = to_device(method.tokenize([rows[i] for i in chosen]), device)
             output = encoder(**batch)
-            u[chosen] = output.pooled.float()
-            v[chosen] = mean_pool(output.input_embeddings, batch["attention_mask"]).float()
+            u[chosen] = output.pooled.float().cpu()
+            v[chosen] = mean_pool(output.input_embeddings, batch["attention_mask"]).float().cpu()
     print(f"encoded {len(rows)} sentences in {time.perf_counter() - started:.0f} s -> {path}", file=sys.stderr)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"u": u, "v": v}, path)
+    if device.type == "cuda":  # the children measure the GPU: hand back what this process cached
+        del encoder, method, output, batch
+        torch.cuda.empty_cache()
     return path
 
 
@@ -233,7 +273,7 @@ def run_child(args: argparse.Namespace) -> dict:
     from contrastext.data.examples import IndexedExample
     from contrastext.methods.classification import FineTuneMethod
     from contrastext.methods.reclaim import ReclaimArgs, ReclaimMethod
-    from contrastext.negatives.search import ExactSearch
+    from contrastext.negatives.search import ExactSearch, IVFSearch
     from contrastext.runs.classification import classifier_encoder
     from contrastext.training.method import total_loss
     from contrastext.training.schedules import build_optimizer, build_scheduler
@@ -259,6 +299,14 @@ def run_child(args: argparse.Namespace) -> dict:
         fill_bank(method.ans.bank_u.bank, features["u"], args.jitter, args.seed)
         fill_bank(method.ans.bank_v.bank, features["v"], args.jitter, args.seed + 1)
         del features
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        ans = getattr(method, "ans", None)
+        if ans is not None and isinstance(ans.search_u, IVFSearch):
+            # IVFSearch answers CUDA keys with the exact search unless on_cuda="index" (its CPU index kept).
+            kept = IVFSearch(**{**ans.search_u.options, "on_cuda": args.ivf_on_cuda})
+            ans.search_u, ans.search_v = kept, kept.fresh()
+        method.to(device)  # encoder, head, critic and both banks (registered buffers)
     train = config.train
     optimizer = build_optimizer(
         method, lr=train.lr, weight_decay=train.weight_decay, betas=train.adam_betas, eps=train.adam_epsilon
@@ -285,12 +333,17 @@ def run_child(args: argparse.Namespace) -> dict:
     ans = getattr(method, "ans", None)
     if ans is not None and ans.mode == "topk" and reclaim_args.search == "ivf":
         # Build both indexes now (timed apart from the steps): the first search of a fresh bank builds it.
-        batch = method.collate(next_batch())
+        batch = to_device(method.collate(next_batch()), device)
         with torch.no_grad():
             _, u, v = method.features(batch)
+        synchronize(device)
         started = time.perf_counter()
         ans.nearest_negatives(u, v, batch["indices"])
+        synchronize(device)
         result["build_s"] = time.perf_counter() - started
+        if ans.search_u.index is None:  # IVFSearch fell back to the exact search: why
+            cuda_exact = device.type == "cuda" and ans.search_u.on_cuda == "exact"
+            result["exact_reason"] = "on_cuda=exact" if cuda_exact else "small bank"
         result["nlist"] = ans.search_u.index.nlist if ans.search_u.index is not None else None
         result["nprobe"] = ans.search_u.index.nprobe if ans.search_u.index is not None else None
         result["retrain_after"] = ans.search_u.retrain_after
@@ -299,11 +352,17 @@ def run_child(args: argparse.Namespace) -> dict:
     losses: list[float] = []
     for step in range(total):
         if step == args.warmup:
-            result["peak_reset"] = reset_peak_rss()
+            if device.type == "cuda":
+                synchronize(device)
+                torch.cuda.reset_peak_memory_stats(device)
+                result["peak_reset"] = True
+            else:
+                result["peak_reset"] = reset_peak_rss()
             result["rss_before_mib"] = status_mib("VmRSS")
         examples = next_batch()
+        synchronize(device)
         started = time.perf_counter()
-        batch = method.collate(examples)
+        batch = to_device(method.collate(examples), device)
         parts = method(batch)
         loss = total_loss(parts, method.loss_weights)
         loss.backward()
@@ -312,11 +371,17 @@ def run_child(args: argparse.Namespace) -> dict:
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         method.after_step()
+        synchronize(device)
         elapsed = time.perf_counter() - started
         losses.append(float(loss.detach()))
         if step >= args.warmup:
             step_s.append(elapsed)
-    result["peak_rss_mib"] = status_mib("VmHWM")
+    if device.type == "cuda":
+        synchronize(device)
+        result["peak_mib"] = torch.cuda.max_memory_allocated(device) / MIB
+        result["peak_rss_mib"] = status_mib("VmHWM")  # for information: the host process, set-up included
+    else:
+        result["peak_mib"] = result["peak_rss_mib"] = status_mib("VmHWM")
     result["step_s"] = step_s
     result["final_loss"] = losses[-1]
     if ans is not None and ans.mode == "topk" and reclaim_args.search == "ivf":
@@ -326,7 +391,7 @@ def run_child(args: argparse.Namespace) -> dict:
         recalls = []
         exact = ExactSearch()
         for _ in range(args.recall_batches):
-            batch = method.collate(next_batch())
+            batch = to_device(method.collate(next_batch()), device)
             with torch.no_grad():
                 _, u, v = method.features(batch)
             near_u, near_v = ans.nearest_negatives(u, v, batch["indices"])
@@ -365,11 +430,11 @@ def child_command(args: argparse.Namespace, row: str, size: int, features: Path 
         "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads),
         "--k", str(args.k), "--batch-size", str(args.batch_size), "--max-length", str(args.max_length),
         "--recall-batches", str(args.recall_batches), "--jitter", str(args.jitter), "--seed", str(args.seed),
-        "--cache-dir", str(args.cache_dir),
+        "--cache-dir", str(args.cache_dir), "--device", args.device, "--ivf-on-cuda", args.ivf_on_cuda,
     ]
     if features is not None:
         command += ["--features", str(features)]
-    for name in ("nlist", "nprobe", "sentences", "data_root"):
+    for name in ("nlist", "nprobe", "sentences", "data_root", "model"):
         value = getattr(args, name)
         if value is not None:
             command += [f"--{name.replace('_', '-')}", str(value)]
@@ -402,7 +467,7 @@ def run_rounds(args: argparse.Namespace, features: Path | None) -> list[Cell]:
                 result["round"] = round_index
                 row_cells[row].results.append(result)
                 print(f"  median step {1e3 * statistics.median(result['step_s']):.1f} ms, "
-                      f"peak {result['peak_rss_mib']:.0f} MiB", file=sys.stderr, flush=True)
+                      f"peak {result['peak_mib']:.0f} MiB", file=sys.stderr, flush=True)
         cells.extend(row_cells.values())
     return cells
 
@@ -420,14 +485,14 @@ def summarise(cells: list[Cell]) -> list[dict]:
         if cell.results:
             rounds = cell.results
             line["ms"] = statistics.median(1e3 * statistics.median(r["step_s"]) for r in rounds)
-            line["peak"] = statistics.median(r["peak_rss_mib"] for r in rounds)
+            line["peak"] = statistics.median(r["peak_mib"] for r in rounds)
             paired = [(r, baselines.get((cell.size, r["round"]))) for r in rounds]
             paired = [(r, b) for r, b in paired if b is not None]
             if paired:
                 line["ratio"] = statistics.median(paired_ratio(r["step_s"], b["step_s"]) for r, b in paired)
-                line["extra_mib"] = statistics.median(r["peak_rss_mib"] - b["peak_rss_mib"] for r, b in paired)
+                line["extra_mib"] = statistics.median(r["peak_mib"] - b["peak_mib"] for r, b in paired)
             first = rounds[0]
-            for key in ("build_s", "nlist", "nprobe", "retrain_after"):
+            for key in ("build_s", "nlist", "nprobe", "retrain_after", "exact_reason"):
                 if key in first:
                     line[key] = statistics.median(r[key] for r in rounds) if key == "build_s" else first[key]
             if "recall_u" in first and first["recall_u"] is not None:
@@ -445,23 +510,43 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
     import faiss
     import torch
 
+    begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
+    cuda = torch.device(args.device).type == "cuda"
+    if cuda:
+        hardware = f"{torch.cuda.get_device_name(torch.device(args.device))} ({args.device}), {os.cpu_count()} CPU cores"
+        memory = (
+            "- peak = torch.cuda.max_memory_allocated during the timed steps (reset after the warm-up): weights, "
+            "AdamW state, banks, batches and activations on the GPU; the kept IVF index lives in CPU memory and is "
+            "not counted; + MiB = minus the baseline's in the same round"
+        )
+    else:
+        hardware = f"CPU only, {os.cpu_count()} cores"
+        memory = (
+            "- peak = largest resident set during the timed steps (VmHWM after resetting it); + MiB = minus the "
+            "baseline's in the same round"
+        )
+    model = "all-MiniLM-L6-v2" if args.model is None else f"`{args.model}`"
     lines = [
-        BEGIN_MARKER,
+        begin,
         "### Run conditions",
         "",
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, CPU only, "
-        f"{os.cpu_count()} cores",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
         f"- torch {torch.__version__}, faiss {faiss.__version__}; torch and faiss threads = {args.threads} in the "
         "timed steps",
         f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
         "(each row in its own process, rows round-robin, rotated each round)",
         f"- command: `{' '.join(['python', 'bench/reclaim_overhead.py', *map(shlex.quote, args.argv)])}`",
-        f"- step = collate + forward + backward + clip + AdamW + after_step on all-MiniLM-L6-v2, SST-2 sentences, "
+        f"- step = collate + forward + backward + clip + AdamW + after_step on {model}, SST-2 sentences, "
         f"batch {args.batch_size}, max length {args.max_length}, K = {args.k}; median of {args.steps} steps after "
         f"{args.warmup} warm-up, {args.rounds} round(s); banks filled with real features (67,349 rows: every "
         f"SST-2 training sentence) or jittered copies of them (larger N, jitter {args.jitter:g} σ)",
-        "- peak = largest resident set during the timed steps (VmHWM after resetting it); + MiB = minus the "
-        "baseline's in the same round",
+        *([
+            f"- on {args.device}: model, banks and each batch (moved inside the timed step) on the GPU, float32; "
+            "clocks read after torch.cuda.synchronize; top-K ivf with IVFSearch(on_cuda="
+            + ('"index"): the faiss index kept on the CPU (faiss-cpu), queries and updated rows copied to it'
+               if args.ivf_on_cuda == "index" else '"exact"): the exact search on the GPU, as top-K exact')
+        ] if cuda else []),
+        memory,
         "",
         "| bank rows | negatives | search | ms/step | time vs baseline | peak MiB | + MiB | recall@100 u / v "
         "| index build s | amortised build ms/step |",
@@ -483,7 +568,7 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
         build = line.get("build_s") if line.get("nlist") is not None else None
         build_text = f"{build:,.1f}" if build is not None else "–"
         if search == "ivf (kept)" and build is None:
-            build_text = "exact fallback (small bank)"
+            build_text = f"exact fallback ({line.get('exact_reason', 'small bank')})"
         amortised = "–"
         if build is not None:
             steps_between = line.get("retrain_after", 1.0) * line["size"] / args.batch_size
@@ -522,13 +607,13 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
         )
     if not all(line.get("peak_reset", True) for line in table if not line["skipped"]):
         lines.append("- /proc/self/clear_refs was not writable: peaks are the whole child's (set-up included)")
-    lines.append(END_MARKER)
+    lines.append(end)
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str) -> None:
+def write_block(path: Path, block: str, suffix: str = "") -> None:
     """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_block(path, block, BEGIN_MARKER, END_MARKER, HEADING)
+    markdown_block.write_script_block(path, block, SCRIPT, HEADING, suffix)
 
 
 # ------------------------------------------------------------------------------------------------------ CLI
@@ -542,6 +627,19 @@ def int_list(text: str) -> list[int]:
     if not values or min(values) < 2:
         raise argparse.ArgumentTypeError(f"expected integers >= 2; got {text!r}")
     return values
+
+
+def device_name(text: str) -> str:
+    """argparse type of ``--device``: ``cpu`` or ``cuda[:N]``, normalised by ``torch.device``."""
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}")
+    return "cpu" if device.type == "cpu" else str(device)
 
 
 def row_list(text: str) -> list[str]:
@@ -572,8 +670,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--data-root", type=Path, default=None, help="default: $CONTRASTEXT_DATA or ../shared/data")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "contrastext-bench")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=None,
+                        help="the encoder (--set model=...; default: the recipe's, all-MiniLM-L6-v2)")
+    parser.add_argument("--device", type=device_name, default="cpu",
+                        help="where the steps and the feature encoding run: cpu (default), cuda, cuda:1, ...")
+    parser.add_argument("--ivf-on-cuda", choices=("index", "exact"), default="index",
+                        help="IVFSearch's on_cuda for the top-K ivf row on a GPU (index: its CPU faiss index kept)")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (10 small children, 1-5 minutes)")
+    markdown_block.add_suffix_option(parser)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-size", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--features", type=Path, default=None, help=argparse.SUPPRESS)
@@ -595,13 +700,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.child is not None:
         print(json.dumps(run_child(args)))
         return 0
+    if args.device != "cpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit(f"--device {args.device}: torch {torch.__version__} sees no CUDA device here")
     load_before = os.getloadavg()
     features = encode_features(args) if any(ROWS[row] is not None for row in args.rows) else None
     cells = run_rounds(args, features)
     report = render(args, load_before, summarise(cells))
     print(report)
     if args.output is not None:
-        write_block(args.output, report)
+        write_block(args.output, report, args.section_suffix)
     return 0
 
 
