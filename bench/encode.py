@@ -231,7 +231,10 @@ def where_the_time_goes(encoder, texts: list[str], batch: int, device: str = "cp
             raise
         print(f"profiling the CUDA encode call failed: {error!r}", file=sys.stderr)
         return {"tokenize_s": tokenize_s, "profiled_call_s": float("nan"), "groups": {}, "error": repr(error)}
-    return {"tokenize_s": tokenize_s, "profiled_call_s": call_s, "groups": groups}
+    result = {"tokenize_s": tokenize_s, "profiled_call_s": call_s, "groups": groups}
+    if cuda and not any(groups.values()):  # the profiler ran without CUDA activity (no CUPTI): say so
+        result["error"] = "no CUDA kernel time recorded (CUDA profiling unavailable?)"
+    return result
 
 
 def import_seconds(code: str, env: dict[str, str], rounds: int) -> float:
