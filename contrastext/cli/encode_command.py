@@ -47,6 +47,12 @@ TRUST_REMOTE_CODE_HELP = (
 )
 
 
+DEVICE_HELP = (
+    "Where the model runs: cpu, cuda, cuda:N or mps. Default: the first CUDA GPU when there is one, else the "
+    "CPU (as SentenceTransformer chooses); --quantize int8 runs on the CPU."
+)
+
+
 class Quantize(StrEnum):
     none = "none"
     int8 = "int8"
@@ -79,9 +85,34 @@ def quantize_encoder(encoder, quantize: str = "none"):
         return quantization.quantize_dynamic(encoder, {torch.nn.Linear: qconfig}, dtype=torch.qint8)
 
 
-def load_model(model: str | Path, trust_remote_code: bool = False):
+def resolve_device(device: str | None, quantize: str = "none"):
+    """``--device`` as a ``torch.device``: as given (checked: known, and present on this machine), or by
+    default CUDA when available and the CPU otherwise; int8 quantisation (CPU only) defaults to the CPU."""
+    import torch
+
+    if device is None:
+        cuda = torch.cuda.is_available() and quantize == Quantize.none
+        return torch.device("cuda" if cuda else "cpu")
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, ValueError) as error:
+        raise ContrastextError(f"--device {device!r}: not a device (cpu, cuda, cuda:N or mps)") from error
+    if chosen.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ContrastextError(f"--device {device}: no CUDA GPU is available here (use --device cpu)")
+        if chosen.index is not None and chosen.index >= count:
+            raise ContrastextError(f"--device {device}: this machine has {count} CUDA GPU(s), cuda:0..cuda:{count - 1}")
+    elif chosen.type == "mps" and not torch.backends.mps.is_available():
+        raise ContrastextError(f"--device {device}: MPS is not available here (use --device cpu)")
+    elif chosen.type not in ("cpu", "cuda", "mps"):
+        raise ContrastextError(f"--device {device}: not supported (cpu, cuda, cuda:N or mps)")
+    return chosen
+
+
+def load_model(model: str | Path, trust_remote_code: bool = False, device=None):
     """Load ``--model``: a saved model folder (ours, sentence-transformers' or a plain Hugging Face one),
-    ``bundled:all-MiniLM-L6-v2``, or a Hugging Face hub name.
+    ``bundled:all-MiniLM-L6-v2``, or a Hugging Face hub name; on ``device`` when given (else the CPU).
 
     Raises ContrastextError naming the model when it is missing, holds no loadable model, or is a hub name
     that cannot be had offline (one line, at once: see :func:`contrastext.models.names.locate_model`); no
@@ -98,8 +129,10 @@ def load_model(model: str | Path, trust_remote_code: bool = False):
     try:
         with quiet_transformers():
             if local:
-                return TextEncoder.load(path, trust_remote_code=trust_remote_code)
-            return TextEncoder.from_pretrained(source, trust_remote_code=trust_remote_code)
+                encoder = TextEncoder.load(path, trust_remote_code=trust_remote_code)
+            else:
+                encoder = TextEncoder.from_pretrained(source, trust_remote_code=trust_remote_code)
+        return encoder if device is None else encoder.to(device)
     except ContrastextError:
         raise
     except Exception as error:  # a hostile folder can make transformers fail in any way: one line, no traceback
@@ -262,11 +295,15 @@ def encode_command(
     ] = True,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help=TRUST_REMOTE_CODE_HELP)] = False,
     quantize: Annotated[Quantize, typer.Option("--quantize", help=QUANTIZE_HELP)] = Quantize.none,
+    device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
 ) -> None:
     """Embed every line of --input with --model and save the matrix to --output (.npy, row i = line i)."""
     check_output_file(output, "--output")
+    chosen = resolve_device(device, quantize)
+    if quantize != Quantize.none and chosen.type != "cpu":
+        raise ContrastextError(f"--quantize {quantize.value} runs on the CPU only; drop --device {device}")
     texts = read_texts(input)
-    encoder = load_model(model, trust_remote_code=trust_remote_code)
+    encoder = load_model(model, trust_remote_code=trust_remote_code, device=chosen)
     encoder = quantize_encoder(encoder, quantize)
     embeddings = encoder.encode(
         texts, batch_size=batch_size, normalize=normalize, convert_to="numpy", show_progress=progress

@@ -23,10 +23,12 @@ from rich.table import Table
 
 from contrastext.cli import app
 from contrastext.cli.encode_command import (
+    DEVICE_HELP,
     MODEL_HELP,
     TRUST_REMOTE_CODE_HELP,
     check_output_file,
     load_model,
+    resolve_device,
     write_file_atomically,
 )
 from contrastext.cli.predict_command import evaluate_with_head, load_classifier_folder
@@ -153,6 +155,7 @@ def eval_command(
         bool, typer.Option("--progress/--no-progress", help="Show progress (task names, encoding bars) on stderr.")
     ] = True,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help=TRUST_REMOTE_CODE_HELP)] = False,
+    device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
 ) -> None:
     """Evaluate --model on --tasks; print a table and optionally write JSON. Scores are x100.
 
@@ -174,13 +177,14 @@ def eval_command(
         resolve_data_root(data_root)
     if json_path is not None:
         check_output_file(json_path, "--json")  # before the evaluation, so results are never lost at the end
+    chosen_device = resolve_device(device)
     stderr = Console(stderr=True)
     for note in notes:
         stderr.print(f"note: {note}", soft_wrap=True, markup=False)
 
     def evaluate_encoder(task_specs: list[str]) -> dict:
         return evaluate_tasks(
-            load_model(model, trust_remote_code=trust_remote_code),
+            load_model(model, trust_remote_code=trust_remote_code, device=chosen_device),
             task_specs,
             data_root,
             batch_size=batch_size,

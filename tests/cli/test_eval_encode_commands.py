@@ -174,3 +174,61 @@ def test_results_json_never_writes_a_bare_nan():
     text, undefined = results_json({"tasks": {"x": {"spearman": float("nan"), "n": 2}}, "average": {"p": float("inf")}})
     assert json.loads(text) == {"tasks": {"x": {"spearman": None, "n": 2}}, "average": {"p": None}}
     assert undefined == ["tasks.x.spearman", "average.p"]
+
+
+def _encode_argv(model: str, tmp_path, *extra: str) -> list[str]:
+    texts = tmp_path / "texts.txt"
+    texts.write_text("A man is playing a guitar.\nThe cat sleeps.\n", encoding="utf-8")
+    return ["encode", "-m", model, "-i", str(texts), "-o", str(tmp_path / "emb.npy"), "--no-progress", *extra]
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [("banana", "not a device"), ("cuda:7", "CUDA GPU"), ("meta", "not supported")],
+)
+def test_encode_refuses_a_device_it_cannot_use_in_one_line(tiny_bert_path, tmp_path, capsys, device, message):
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.device_count() > 7:  # pragma: no cover - an 8-GPU machine
+        pytest.skip("this machine has a cuda:7")
+    code, _, stderr = run(_encode_argv(tiny_bert_path, tmp_path, "--device", device), capsys)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], stderr
+    assert f"--device {device}" in lines[0] or f"--device '{device}'" in lines[0]
+    assert not (tmp_path / "emb.npy").exists()
+
+
+def test_encode_on_the_cpu_by_name_equals_the_default_without_a_gpu(tiny_bert_path, tmp_path, capsys):
+    import torch
+
+    code, _, stderr = run(_encode_argv(tiny_bert_path, tmp_path, "--device", "cpu"), capsys)
+    assert code == 0, stderr
+    on_cpu = np.load(tmp_path / "emb.npy")
+    (tmp_path / "emb.npy").unlink()
+    code, _, stderr = run(_encode_argv(tiny_bert_path, tmp_path), capsys)
+    assert code == 0, stderr
+    default = np.load(tmp_path / "emb.npy")
+    if torch.cuda.is_available():  # the default is the GPU there: float32 kernels differ in rounding only
+        np.testing.assert_allclose(default, on_cpu, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(default, on_cpu)
+
+
+@pytest.mark.cuda
+def test_encode_and_eval_on_cuda_give_the_cpu_numbers(tiny_bert_path, data_root, tmp_path, capsys):
+    code, _, stderr = run(_encode_argv(tiny_bert_path, tmp_path, "--device", "cuda"), capsys)
+    assert code == 0, stderr
+    on_cuda = np.load(tmp_path / "emb.npy")
+    (tmp_path / "emb.npy").unlink()
+    code, _, stderr = run(_encode_argv(tiny_bert_path, tmp_path, "--device", "cpu"), capsys)
+    assert code == 0, stderr
+    np.testing.assert_allclose(on_cuda, np.load(tmp_path / "emb.npy"), atol=1e-4)
+    scores = {}
+    for device in ("cuda", "cpu"):
+        out = tmp_path / f"{device}.json"
+        argv = ["eval", "-m", tiny_bert_path, "--tasks", "stsb:dev", "--data-root", str(data_root), "--limit", "60",
+                "--no-progress", "--device", device, "--json", str(out)]
+        code, _, stderr = run(argv, capsys)
+        assert code == 0, stderr
+        scores[device] = json.loads(out.read_text())["tasks"]["stsb"]["spearman"]
+    assert scores["cuda"] == pytest.approx(scores["cpu"], abs=0.5)

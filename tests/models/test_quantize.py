@@ -85,3 +85,16 @@ def test_encode_command_refuses_an_unknown_quantization(minilm_path, tmp_path, c
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "--quantize" in lines[0], stderr
     assert not (tmp_path / "e.npy").exists()
+
+
+def test_encode_command_refuses_int8_off_the_cpu(tiny_bert_path, tmp_path, capsys):
+    import torch
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("One text.\n", encoding="utf-8")
+    device = "cuda" if torch.cuda.is_available() else "meta"
+    argv = ["encode", "-m", tiny_bert_path, "-i", str(texts), "-o", str(tmp_path / "e.npy"), "--quantize", "int8",
+            "--device", device, "--no-progress"]
+    code, _, stderr = run(argv, capsys)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "--device" in lines[0], stderr
