@@ -31,10 +31,8 @@ all-MiniLM-L6-v2, batch ``--batch-size``, L2-normalised embeddings on both sides
 ``--device cuda`` (default ``cpu``) runs both sides there: our encoder moved with ``.to(device)``,
 ``SentenceTransformer(..., device=...)``, in process and in the whole processes; the clocks are read after
 ``torch.cuda.synchronize``, and the profile groups the CUDA kernel time by the op that launched it (self CUDA
-time) instead of the self CPU time. ``contrastext encode`` has no ``--device`` option (it encodes on the CPU), so
-on another device our whole-process arm is this script's ``--ours-child``: what the command does (read the file,
-``load_model``, encode, check, save the ``.npy``) with the model moved to the device. The int8 arms are skipped
-there: dynamic int8 quantisation runs on the CPU only. ``--no-quality`` skips what only means something with
+time) instead of the self CPU time; the whole-process arm of ours is ``contrastext encode --device DEVICE``.
+The int8 arms are skipped there: dynamic int8 quantisation runs on the CPU only. ``--no-quality`` skips what only means something with
 pretrained weights (the STS-B dev Spearman of the float and int8 models), e.g. for a randomly initialised model
 of the same shape; speed and the embedding differences stay.
 
@@ -270,12 +268,11 @@ OUR_IMPORTS = "import contrastext.cli.encode_command, contrastext.models.encoder
 PEER_IMPORTS = "import sentence_transformers"
 
 
-OURS_PROCESS = "contrastext encode"  # the whole-process arm of ours: the command itself (on the CPU)
-OURS_CHILD = "contrastext encode's steps, model on {device} (bench child)"  # on another device: --ours-child
+OURS_PROCESS = "contrastext encode"  # the whole-process arm of ours: the command itself
 
 
 def ours_process_name(device: str) -> str:
-    return OURS_PROCESS if on_cpu(device) else OURS_CHILD.format(device=device)
+    return OURS_PROCESS if on_cpu(device) else f"{OURS_PROCESS} --device {device}"
 
 
 def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: dict[str, str]) -> dict:
@@ -284,15 +281,15 @@ def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: di
               "--no-progress"]
     child = [sys.executable, str(Path(__file__).resolve()), "--texts-file", str(texts_file), "--model", model_path,
              "--batch-size", str(args.batch_size), "--device", args.device]
-    if on_cpu(args.device):
-        commands = {
-            OURS_PROCESS: [*contrastext_command(), *common, "--output", str(outputs["ours"])],
-            "contrastext encode --quantize int8": [
-                *contrastext_command(), *common, "--output", str(outputs["int8"]), "--quantize", "int8"
-            ],
-        }
-    else:  # `contrastext encode` has no --device: its steps in a child of this script, the model on the device
-        commands = {ours_process_name(args.device): [*child, "--ours-child", str(outputs["ours"])]}
+    commands = {
+        ours_process_name(args.device): [
+            *contrastext_command(), *common, "--device", args.device, "--output", str(outputs["ours"])
+        ]
+    }
+    if on_cpu(args.device):  # dynamic int8 quantisation runs on the CPU only
+        commands["contrastext encode --quantize int8"] = [
+            *contrastext_command(), *common, "--output", str(outputs["int8"]), "--quantize", "int8"
+        ]
     commands["sentence-transformers script"] = [*child, "--peer-child", str(outputs["st"])]
 
     def runner(command: list[str]) -> Callable[[], None]:
@@ -321,21 +318,6 @@ def peer_child(args) -> int:
     model = SentenceTransformer(args.model, device=args.device)
     embeddings = model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False)
     np.save(args.peer_child, np.asarray(embeddings, dtype=np.float32))
-    return 0
-
-
-def ours_child(args) -> int:
-    """Our whole-process arm on a device other than the CPU: what ``contrastext encode`` does (read the file,
-    load the model, encode with normalisation, check the values, save the ``.npy``), the model moved to
-    ``--device`` (the command has no such option)."""
-    from contrastext.cli.encode_command import check_finite, load_model, read_texts
-
-    texts = read_texts(Path(args.texts_file))
-    encoder = load_model(args.model).to(args.device)
-    embeddings = encoder.encode(texts, batch_size=args.batch_size, normalize=True, convert_to="numpy")
-    embeddings = np.asarray(embeddings, dtype=np.float32)
-    check_finite(embeddings, texts, args.texts_file)
-    np.save(args.ours_child, embeddings)
     return 0
 
 
@@ -384,13 +366,6 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
     lines += ["", "| whole process | median s | ST / arm (median of rounds) |", "|---|---:|---:|"]
     for name, values in processes["times"].items():
         lines.append(f"| `{name}` | {statistics.median(values):.2f} | {speedup(processes['times'], name, script):.2f} |")
-    if not on_cpu(args.device):
-        lines += [
-            "",
-            f"`contrastext encode` has no `--device` option (it encodes on the CPU), so our whole-process arm on "
-            f"{args.device} is this script's `--ours-child`: the command's steps (read the file, `load_model`, "
-            "encode with normalisation, check the values, save the .npy) with the model moved to the device.",
-        ]
     profile = inproc["profile"]
     total = sum(profile["groups"].values()) or 1.0
     kind = "CPU" if on_cpu(args.device) else "CUDA"
@@ -492,7 +467,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     markdown_block.add_suffix_option(parser)
     parser.add_argument("--peer-child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--ours-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--texts-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -505,8 +479,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.peer_child is not None:
         return peer_child(args)
-    if args.ours_child is not None:
-        return ours_child(args)
     import torch
 
     if not on_cpu(args.device) and not torch.cuda.is_available():
