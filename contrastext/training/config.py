@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from contrastext.errors import ConfigError
 
@@ -96,6 +96,13 @@ class TrainSection(Section):
     mixed_precision: Literal["no", "fp16", "bf16", "auto"] = Field(
         default="auto", description="auto: bf16 on a GPU that supports it, else fp16 on GPU, no on CPU"
     )
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _yaml_no(cls, value):
+        """YAML 1.1 reads an unquoted ``no`` (``mixed_precision: no``, ``--set train.mixed_precision=no``) as
+        false: that is Accelerate's ``"no"``, not an error."""
+        return "no" if value is False else value
     unpad: bool = Field(
         default=True,
         description="run BERT-family encoders on the real tokens of each batch, without its padding (same "

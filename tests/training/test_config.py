@@ -67,6 +67,16 @@ def test_wrong_type_names_key_and_file(recipe):
         load_config(recipe)
 
 
+@pytest.mark.parametrize("written", ["no", "'no'", "off", "false"])
+def test_mixed_precision_no_unquoted_is_accelerates_no(recipe, written):
+    """YAML 1.1 reads an unquoted no/off as false; Accelerate's name for that setting is "no"."""
+    assert load_config(recipe, [f"train.mixed_precision={written}"]).train.mixed_precision == "no"
+    recipe.write_text(RECIPE.replace("train:", f"train:\n  mixed_precision: {written}", 1))
+    assert load_config(recipe).train.mixed_precision == "no"
+    with pytest.raises(ConfigError, match="train.mixed_precision"):
+        load_config(recipe, ["train.mixed_precision=yes"])
+
+
 def test_bad_override_says_it_came_from_set(recipe):
     with pytest.raises(ConfigError, match=r"--set train.max_steps .*recipe.yaml.*train.max_steps"):
         load_config(recipe, ["train.max_steps=ten"])
