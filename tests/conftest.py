@@ -1,7 +1,8 @@
 """Shared fixtures: the benchmark data root, the bundled all-MiniLM-L6-v2 weights, tiny random BERTs
 with MiniLM's vocabulary, and a one-thread torch setting for modules of tiny tensors.
 
-Tests that need ../shared/data fail (never skip) with a message naming the expected path.
+Tests that need ../shared/data fail (never skip) with a message naming the expected path. Tests marked ``cuda``
+are skipped ("needs a CUDA GPU") where torch sees no CUDA device; ``pytest -m cuda`` runs only them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,22 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_ROOT = REPO_ROOT.parent / "shared" / "data"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``cuda`` when torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def cuda_device() -> torch.device:
+    """The device of the tests marked ``cuda``."""
+    return torch.device("cuda")
 
 
 @pytest.fixture(scope="session")

@@ -78,3 +78,28 @@ def test_bad_input_is_a_clear_error():
         bank.get(torch.tensor([0.0]))
     with pytest.raises(ValueError, match="momentum"):
         MemoryBank(size=5, dim=3, momentum=1.5)
+
+
+@pytest.mark.cuda
+def test_cuda_bank_updates_on_the_device_as_on_the_cpu_and_names_the_changed_rows(cuda_device):
+    """On the GPU: the momentum rule with a duplicate index (values averaged first), indices and values given on
+    the CPU or on the device, the changed rows named on the device; the move itself counts as an unknown change."""
+    on_cpu = MemoryBank(size=300, dim=8, momentum=0.3, generator=torch.Generator().manual_seed(0))
+    bank = MemoryBank(size=300, dim=8, momentum=0.3, generator=torch.Generator().manual_seed(0))
+    assert bank.take_changed() is None  # the first call: unknown
+    bank = bank.to(cuda_device)
+    assert bank.bank.device.type == cuda_device.type
+    moved = cuda_device.type != "cpu"  # (.to("cpu") leaves the buffer where it is)
+    assert (bank.take_changed() is None) == moved  # the buffer moved: any row may have changed
+    generator = torch.Generator().manual_seed(1)
+    for indices in (torch.tensor([3, 7, 3, 250]), torch.tensor([7, 0])):
+        values = torch.randn(len(indices), 8, generator=generator)
+        on_cpu.update(indices, values)
+        bank.update(indices.to(cuda_device), values.to(cuda_device))
+    bank.update(torch.tensor([299]), torch.ones(1, 8))  # CPU indices and values: moved to the bank's device
+    on_cpu.update(torch.tensor([299]), torch.ones(1, 8))
+    changed = bank.take_changed()
+    assert changed.device.type == cuda_device.type and changed.tolist() == [0, 3, 7, 250, 299]
+    assert torch.allclose(bank.bank.cpu(), on_cpu.bank, atol=1e-6)
+    assert torch.allclose(bank.get(torch.tensor([[3, 7]])).cpu(), on_cpu.get(torch.tensor([[3, 7]])), atol=1e-6)
+    assert bank.take_changed().numel() == 0  # nothing written since

@@ -278,7 +278,7 @@ def test_ivf_option_errors():
         IVFSearch(exact_below=0).topk(torch.randn(2, 4), torch.randn(10, 4), 11)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_cuda_keys_use_the_exact_search_or_the_kept_cpu_index():
     bank = filled_bank(3000).cuda()
     own = torch.arange(0, 3000, 500, device="cuda")
@@ -291,6 +291,25 @@ def test_cuda_keys_use_the_exact_search_or_the_kept_cpu_index():
     scores, indices = kept.topk(queries, bank.bank, 20, exclude=own, changed=bank.take_changed())
     assert indices.is_cuda and scores.is_cuda
     assert_exact_top_k(scores.cpu(), indices.cpu(), queries.cpu(), bank.bank.cpu(), 20, exclude=own.cpu())
+
+
+@pytest.mark.cuda
+def test_cuda_searches_give_the_cpu_neighbours_on_the_device(cuda_device, data):
+    """Exact (chunked), faiss (the index on the CPU) and the kept IVF index (``on_cuda="index"``) on CUDA queries
+    and keys: the neighbours found on the CPU, as tensors on the queries' device, with and without exclusion."""
+    queries, keys, exclude = data
+    searches = [ExactSearch(chunk_size=40), FaissSearch(),
+                IVFSearch(nlist=8, nprobe=8, storage="float32", exact_below=0, on_cuda="index")]
+    for search in searches:
+        for excluded in (None, exclude):
+            expected_scores, expected_indices = search.fresh().topk(queries, keys, 8, exclude=excluded)
+            scores, indices = search.fresh().topk(
+                queries.to(cuda_device), keys.to(cuda_device), 8,
+                exclude=None if excluded is None else excluded.to(cuda_device),
+            )
+            assert scores.device.type == indices.device.type == cuda_device.type
+            assert torch.equal(indices.cpu(), expected_indices), type(search).__name__
+            assert torch.allclose(scores.cpu(), expected_scores, atol=1e-5)
 
 
 # ----------------------------------------------------------------- MemoryBank: which rows changed since last time
