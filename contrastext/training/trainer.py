@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 from accelerate.utils import DistributedDataParallelKwargs, broadcast_object_list, send_to_device
 from tqdm.auto import tqdm
 
@@ -97,6 +98,19 @@ def resolve_mixed_precision(setting: str) -> str:
     if setting == "fp16" and not cuda:
         raise ConfigError("train.mixed_precision=fp16 needs a CUDA GPU; use 'no', 'bf16' or 'auto'")
     return setting
+
+
+def forget_other_precision(mixed_precision: str) -> None:
+    """Let this run use ``mixed_precision`` after an earlier run of the process used another one.
+
+    Accelerate keeps one ``AcceleratorState`` per process and refuses an ``Accelerator`` whose mixed precision
+    differs from the first one's ("AcceleratorState has already been initialized and cannot be changed"), so a
+    second training in the same process (a notebook, a script that trains twice) with another
+    ``train.mixed_precision`` failed. That state is cleared then; the process group (``PartialState``) is kept.
+    """
+    state = AcceleratorState._shared_state
+    if state and state.get("_mixed_precision", mixed_precision) != mixed_precision:
+        AcceleratorState._reset_state()
 
 
 @dataclass
@@ -268,9 +282,11 @@ class Trainer:
         """Accelerator, optimiser and schedule; the output folder claimed (before anything is written in it),
         the config written, the state fresh or resumed, and the method told how many steps there are."""
         train = self.config.train
+        mixed_precision = resolve_mixed_precision(train.mixed_precision)
+        forget_other_precision(mixed_precision)
         accelerator = Accelerator(
             cpu=not torch.cuda.is_available(),
-            mixed_precision=resolve_mixed_precision(train.mixed_precision),
+            mixed_precision=mixed_precision,
             # Methods may leave parameters out of a step's graph (the unused BERT pooler under [CLS] pooling,
             # a projection used at training only, a task head absent from a batch): DDP must not wait for them.
             kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)],

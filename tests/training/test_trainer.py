@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
+from accelerate.state import AcceleratorState
 
 from contrastext.errors import ConfigError
 from contrastext.runtime.run_log import read_log
-from contrastext.training.checkpoint import load_method_state
+from contrastext.training.checkpoint import latest_checkpoint, load_method_state
 from contrastext.training.trainer import Trainer, resolve_mixed_precision
 from tests.training._tiny_training import build, make_config, sentences
 
@@ -105,6 +107,17 @@ def test_mixed_precision_auto_is_off_without_cuda():
     assert resolve_mixed_precision("no") == "no"
 
 
+def test_runs_of_one_process_may_use_different_mixed_precisions(tmp_path, minilm_path, one_thread):
+    """Accelerate keeps one state per process; a run after one with another train.mixed_precision used to fail
+    ("AcceleratorState has already been initialized and cannot be changed")."""
+    for name, precision in (("first", "no"), ("second", "bf16"), ("third", "no")):
+        config = make_config(tmp_path / name, max_steps=1, grad_accumulation=1, save_every=None,
+                             mixed_precision=precision)
+        Trainer(build(minilm_path), sentences(), config).train()
+        assert AcceleratorState().mixed_precision == precision
+    assert [record["step"] for record in read_log(tmp_path / "third" / "train_log.jsonl")] == [1]
+
+
 def test_eval_at_start_logs_step_zero_and_is_never_the_best(tmp_path, minilm_path, one_thread):
     scores = iter([0.9, 0.2, 0.3])  # the start scores best, but it is not a candidate
 
@@ -131,3 +144,44 @@ def test_a_fresh_run_never_mixes_with_an_old_one(tmp_path, minilm_path, one_thre
     Trainer(build(minilm_path), sentences(), config).train()
     assert [record["step"] for record in read_log(tmp_path / "train_log.jsonl")] == [1, 2]
     assert sorted(path.name for path in (tmp_path / "checkpoints").iterdir() if path.is_dir()) == ["step-000002"]
+
+
+# ------------------------------------------------------------------------------------------------ CUDA
+
+
+@pytest.mark.cuda
+def test_cuda_mixed_precision_auto_is_bf16_on_a_bf16_gpu():
+    assert resolve_mixed_precision("auto") == ("bf16" if torch.cuda.is_bf16_supported() else "fp16")
+    assert resolve_mixed_precision("fp16") == "fp16" and resolve_mixed_precision("bf16") == "bf16"
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["no", "bf16", "fp16"])
+def test_cuda_training_is_finite_moves_the_weights_and_saves_reloads_and_resumes(
+    cuda_device, tmp_path, minilm_path, precision
+):
+    """3 steps, a checkpoint, 3 more steps resumed from it (optimiser, schedule, fp16 loss scaler and CUDA
+    generator restored): every logged loss is finite, the weights moved, and the last checkpoint loads into a
+    fresh method with exactly the trained weights. fp16 may skip its first steps (the loss scaler backs off from
+    2^16 on infinite gradients), so 6 steps leave room for some to be taken."""
+    start = build(minilm_path).state_dict()
+    settings = {"grad_accumulation": 1, "save_every": 3, "mixed_precision": precision}
+    method = build(minilm_path)
+    Trainer(method, sentences(), make_config(tmp_path, max_steps=3, **settings)).train()
+    assert next(method.parameters()).device.type == cuda_device.type
+    assert method.center.device.type == cuda_device.type  # buffers too
+    resumed = build(minilm_path, init_seed=7)
+    Trainer(resumed, sentences(), make_config(tmp_path, max_steps=6, **settings)).train(resume=True)
+    records = read_log(tmp_path / "train_log.jsonl")
+    assert [record["step"] for record in records] == [1, 2, 3, 4, 5, 6]
+    assert all(math.isfinite(record["loss"]) and math.isfinite(record["loss/infonce"]) for record in records)
+    trained = {name: value.cpu() for name, value in resumed.state_dict().items()}
+    assert max(float((trained[name] - start[name]).abs().max()) for name in start) > 1e-4
+    assert all(torch.isfinite(value).all() for value in trained.values())
+    checkpoint = latest_checkpoint(tmp_path)
+    assert checkpoint.name == "step-000006"
+    assert (checkpoint / "scaler.pt").is_file() == (precision == "fp16")
+    restored = build(minilm_path, init_seed=9)
+    load_method_state(restored, checkpoint)
+    for name, value in restored.state_dict().items():
+        assert torch.equal(value, trained[name]), name
