@@ -95,7 +95,7 @@ def similarity_gradient_parts(loss_on_similarity: SimilarityLoss, x: Tensor, y: 
     batch = x.size(0)
     x_positive = x.clone().requires_grad_(True)
     x_negative = x.clone().requires_grad_(True)
-    diagonal = torch.eye(batch, dtype=torch.bool)
+    diagonal = torch.eye(batch, dtype=torch.bool, device=x.device)
     similarity = torch.where(
         diagonal,
         F.normalize(x_positive, dim=1) @ y.T,
@@ -117,7 +117,7 @@ def _positive_probes(x: Tensor, y: Tensor) -> Tensor:
             "use a smaller batch, or similarity_gradient_parts with a loss written on the similarity matrix"
         )
     everything = torch.cat([x, y])  # (2B, d)
-    keep = ~torch.eye(batch, 2 * batch, dtype=torch.bool).roll(batch, dims=1)  # row k drops y_k
+    keep = ~torch.eye(batch, 2 * batch, dtype=torch.bool, device=x.device).roll(batch, dims=1)  # row k drops y_k
     others = everything.unsqueeze(0).expand(batch, -1, -1)[keep].view(batch, 2 * batch - 1, dim)
     basis, _ = torch.linalg.qr(others.transpose(1, 2))  # (B, d, 2B−1) orthonormal columns
     probes = y - (basis @ (basis.transpose(1, 2) @ y.unsqueeze(2))).squeeze(2)

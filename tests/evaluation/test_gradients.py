@@ -199,3 +199,17 @@ def test_errors_are_clear(pair):
         gradient_decomposition(info_nce, torch.randn(20, 16), torch.randn(20, 16))
     with pytest.raises(ValueError, match="span"):
         gradient_decomposition(info_nce, x, x)
+
+
+@pytest.mark.cuda
+def test_cuda_decompositions_equal_the_cpu_ones(cuda_device, pair):
+    """The gd recipe decomposes the gradient of embeddings that live on the GPU: the same split there (float64)."""
+    x, y = pair
+
+    def on_similarity(similarity):
+        return F.cross_entropy(similarity / TAU, torch.arange(len(similarity), device=similarity.device))
+
+    for decompose, loss in ((gradient_decomposition, InfoNCE(temperature=TAU)),
+                            (similarity_gradient_decomposition, on_similarity)):
+        expected = decompose(loss, x, y)
+        assert decompose(loss, x.to(cuda_device), y.to(cuda_device)) == pytest.approx(expected, rel=1e-6)
