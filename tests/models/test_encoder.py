@@ -133,3 +133,23 @@ def test_clear_errors(minilm, minilm_path, tmp_path, variant):
         TextEncoder.load(tmp_path / "missing")
     with pytest.raises(MissingDataError, match="no model at"):
         TextEncoder.from_pretrained(str(tmp_path / "missing"))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("unpad", [True, False], ids=["packed", "padded"])
+def test_cuda_encode_equals_the_cpu_encode(cuda_device, tiny_bert_path, texts, unpad):
+    """The tiny random BERT (MiniLM's vocabulary) encodes on the GPU as on the CPU, in input order, every batch
+    packed (``unpad_min_padding`` 0) or none; the results come back as CPU float32 arrays or tensors."""
+    encoder = TextEncoder.from_pretrained(tiny_bert_path, pooling="mean")
+    encoder.unpad, encoder.unpad_min_padding = unpad, 0.0
+    on_cpu = encoder.encode(texts, batch_size=3)
+    encoder.to(cuda_device)
+    assert encoder.device.type == cuda_device.type
+    ours = encoder.encode(texts, batch_size=3)
+    assert ours.dtype == np.float32 and ours.shape == on_cpu.shape
+    assert np.abs(ours - on_cpu).max() <= 1e-4
+    as_torch = encoder.encode(texts, batch_size=3, convert_to="torch")
+    assert as_torch.device.type == "cpu" and np.abs(as_torch.numpy() - on_cpu).max() <= 1e-4
+    with torch.autocast(cuda_device.type, dtype=torch.bfloat16):
+        half = encoder.encode(texts, batch_size=3)  # float32 out, near the float32 result
+    assert half.dtype == np.float32 and np.isfinite(half).all() and np.abs(half - on_cpu).max() <= 0.1

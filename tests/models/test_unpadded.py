@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -40,6 +41,7 @@ from contrastext.objectives import InfoNCE
 from contrastext.runtime.run_log import read_log
 from contrastext.training.config import TrainConfig
 from contrastext.training.trainer import Trainer
+from tests.devices import on_device, rng_state
 
 TOLERANCE = 1e-5
 SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
@@ -97,22 +99,29 @@ def padded(backbone, batch):
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))
 def test_packed_forward_equals_the_padded_forward_in_eval_mode(model_type, attention):
-    backbone = random_backbone(model_type, attention).eval()
+    assert_packed_equals_padded_in_eval_mode(random_backbone(model_type, attention), "cpu", TOLERANCE)
+
+
+def assert_packed_equals_padded_in_eval_mode(backbone: nn.Module, device, tolerance: float) -> None:
+    """Every layer's hidden states and the pooler output of the packed forward equal the padded forward's, on
+    ``device``; padding positions hold zeros."""
+    backbone = backbone.to(device).eval()
     assert unpadding_refusal(backbone) is None
-    batch = random_batch(backbone)
+    batch = on_device(random_batch(backbone), device)
     mask = batch["attention_mask"]
     with torch.no_grad():
         reference = padded(backbone, batch)
         ours = packed(backbone, batch, output_hidden_states=True, output_pooler=True)
     assert ours is not None
     assert ours.last_hidden_state.shape == reference.last_hidden_state.shape
-    assert max_diff(real(ours.last_hidden_state, mask), real(reference.last_hidden_state, mask)) <= TOLERANCE
+    assert ours.last_hidden_state.device == reference.last_hidden_state.device
+    assert max_diff(real(ours.last_hidden_state, mask), real(reference.last_hidden_state, mask)) <= tolerance
     assert float(ours.last_hidden_state[mask == 0].abs().max()) == 0.0  # padding positions hold zeros
     assert len(ours.hidden_states) == len(reference.hidden_states)
     for layer, (mine, theirs) in enumerate(zip(ours.hidden_states, reference.hidden_states, strict=True)):
-        assert max_diff(real(mine, mask), real(theirs, mask)) <= TOLERANCE, layer
+        assert max_diff(real(mine, mask), real(theirs, mask)) <= tolerance, layer
     if getattr(reference, "pooler_output", None) is not None:  # ELECTRA has no pooler
-        assert max_diff(ours.pooler_output, reference.pooler_output) <= TOLERANCE
+        assert max_diff(ours.pooler_output, reference.pooler_output) <= tolerance
 
 
 def test_minilm_packed_forward_equals_the_padded_forward(minilm, texts):
@@ -141,7 +150,7 @@ def gradients(module: nn.Module) -> dict[str, torch.Tensor]:
 
 def loss_of(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """A loss touching every real token differently (padding positions weigh nothing), gradients of order 1."""
-    weights = torch.linspace(-1.0, 1.0, hidden.shape[-1])
+    weights = torch.linspace(-1.0, 1.0, hidden.shape[-1], device=hidden.device)
     return (((hidden * weights).sum(-1).tanh() * mask).sum() + hidden[:, 0].pow(2).sum()) / mask.sum()
 
 
@@ -161,22 +170,31 @@ def test_gradients_equal_the_padded_path_with_dropout_off(model_type):
 
 
 def test_with_dropout_the_same_seed_gives_the_padded_paths_masks():
-    backbone = random_backbone("bert", dropout=0.3).train()
-    batch = random_batch(backbone)
+    assert_dropout_masks_are_the_padded_paths("cpu", TOLERANCE)
+
+
+def assert_dropout_masks_are_the_padded_paths(device, tolerance: float) -> None:
+    """From the same seed the packed forward draws the padded forward's random numbers (the generator of
+    ``device`` ends in the same state) and keeps the same elements: the outputs and gradients agree; another seed
+    gives other masks."""
+    backbone = random_backbone("bert", dropout=0.3).to(device).train()
+    batch = on_device(random_batch(backbone), device)
     mask = batch["attention_mask"]
     torch.manual_seed(5)
     reference = backbone(**batch).last_hidden_state
-    reference_state = torch.get_rng_state()
+    reference_state = rng_state(device)
     loss_of(reference, mask).backward()
     reference_grads = gradients(backbone)
     backbone.zero_grad(set_to_none=True)
     torch.manual_seed(5)
     ours = packed(backbone, batch).last_hidden_state
-    assert torch.equal(torch.get_rng_state(), reference_state)  # the same random numbers were drawn
-    assert max_diff(real(ours, mask), real(reference, mask)) <= TOLERANCE
+    assert torch.equal(rng_state(device), reference_state)  # the same random numbers were drawn
+    assert max_diff(real(ours, mask), real(reference, mask)) <= tolerance
     loss_of(ours, mask).backward()
-    for name, grad in gradients(backbone).items():
-        assert max_diff(grad, reference_grads[name]) <= TOLERANCE, name
+    ours_grads = gradients(backbone)
+    assert set(ours_grads) <= set(reference_grads) and len(ours_grads) >= len(reference_grads) - 2  # no pooler
+    for name, grad in ours_grads.items():
+        assert max_diff(grad, reference_grads[name]) <= tolerance, name
     torch.manual_seed(6)  # and another seed gives other masks
     other = packed(backbone, batch).last_hidden_state
     assert max_diff(real(other, mask), real(reference, mask)) > 1e-2
@@ -219,17 +237,21 @@ def test_text_encoder_training_gradients_equal_the_padded_path(minilm_path, text
 
 @pytest.mark.parametrize("pooling", POOLING_NAMES)
 def test_every_pooling_gives_the_padded_encoders_features(variant, texts, pooling):
-    encoder = variant(pooling=pooling).eval()
-    batch = encoder.tokenize(texts)
+    assert_packed_features_equal_the_padded_ones(variant(pooling=pooling), texts, TOLERANCE)
+
+
+def assert_packed_features_equal_the_padded_ones(encoder: TextEncoder, texts: list[str], tolerance: float) -> None:
+    encoder.eval()
+    batch = on_device(encoder.tokenize(texts), encoder.device)
     with torch.no_grad():
         encoder.unpad = False
         plain = encoder(**batch)
         encoder.unpad = True
         ours = encoder(**batch)
     mask = batch["attention_mask"]
-    assert max_diff(ours.embedding, plain.embedding) <= TOLERANCE
-    assert max_diff(ours.pooled, plain.pooled) <= TOLERANCE
-    assert max_diff(real(ours.token_embeddings, mask), real(plain.token_embeddings, mask)) <= TOLERANCE
+    assert max_diff(ours.embedding, plain.embedding) <= tolerance
+    assert max_diff(ours.pooled, plain.pooled) <= tolerance
+    assert max_diff(real(ours.token_embeddings, mask), real(plain.token_embeddings, mask)) <= tolerance
     assert torch.equal(ours.input_embeddings, plain.input_embeddings)
     assert ours.token_embeddings.shape == plain.token_embeddings.shape
 
@@ -335,25 +357,32 @@ def test_encode_sees_weights_updated_between_calls(minilm_path, texts):
 
 
 def test_trainer_with_unpadding_logs_the_padded_runs_losses_and_weights(tmp_path, minilm_path):
+    (plain, plain_losses), (ours, our_losses) = simcse_runs_with_and_without_unpadding(tmp_path, minilm_path)
+    assert len(our_losses) == 3 and our_losses == pytest.approx(plain_losses, abs=1e-4)  # dropout on, same masks
+    for name, value in ours.items():
+        assert torch.allclose(value, plain[name], atol=TOLERANCE, rtol=0), name
+
+
+def simcse_runs_with_and_without_unpadding(tmp_path, model_path: str, device_type: str = "cpu"):
+    """((state, losses) of the padded run, (state, losses) of the packed run): 3 steps of unsupervised SimCSE
+    (dropout on) from the same seed on 24 sentences of 2 to 10 words; the trainer's device must be ``device_type``."""
     sentences = [Example((text,), source=f"s:{i}") for i, text in enumerate(
         " ".join(["word"] * (1 + i % 9) + [str(i)]) for i in range(24))]
     runs = {}
     for unpad in (False, True):
         with torch.random.fork_rng():
             torch.manual_seed(0)
-            encoder = TextEncoder.from_pretrained(minilm_path, pooling="cls", max_seq_length=16, projection="mlp")
+            encoder = TextEncoder.from_pretrained(model_path, pooling="cls", max_seq_length=16, projection="mlp")
         method = SimCSE(encoder, InfoNCE(temperature=0.05), supervised=False)
         settings = {"max_steps": 3, "batch_size": 8, "lr": 1e-4, "log_every": 1, "progress_bar": False,
                     "mixed_precision": "no", "unpad": unpad}
         config = TrainConfig(method="simcse-unsup", model="minilm", output_dir=str(tmp_path / str(unpad)), seed=3,
                              train=settings)
         Trainer(method, sentences, config).train()
-        assert encoder.unpad is unpad
-        runs[unpad] = (method.state_dict(), [r["loss"] for r in read_log(tmp_path / str(unpad) / "train_log.jsonl")])
-    (plain, plain_losses), (ours, our_losses) = runs[False], runs[True]
-    assert len(our_losses) == 3 and our_losses == pytest.approx(plain_losses, abs=1e-4)  # dropout on, same masks
-    for name, value in ours.items():
-        assert torch.allclose(value, plain[name], atol=TOLERANCE, rtol=0), name
+        assert encoder.unpad is unpad and encoder.device.type == device_type
+        state = {name: value.cpu() for name, value in method.state_dict().items()}
+        runs[unpad] = (state, [r["loss"] for r in read_log(tmp_path / str(unpad) / "train_log.jsonl")])
+    return runs[False], runs[True]
 
 
 # ------------------------------------------------------------------------------------------- fallbacks
@@ -401,3 +430,63 @@ def test_gradient_checkpointing_and_hooks_take_the_plain_forward():
     assert packed(backbone, batch) is None  # the hook would not fire
     handle.remove()
     assert packed(backbone, batch) is not None
+
+
+# ------------------------------------------------------------------------------------------------ CUDA
+# Compared with the padded forward on the same CUDA device (CUDA's sdpa and matrix products may differ slightly
+# from the CPU's), within 1e-4: float32 sums in another order, and atomics in some backward kernels.
+
+CUDA_TOLERANCE = 1e-4
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_cuda_packed_forward_equals_the_padded_forward_in_eval_mode(cuda_device, model_type, attention):
+    assert_packed_equals_padded_in_eval_mode(random_backbone(model_type, attention), cuda_device, CUDA_TOLERANCE)
+
+
+@pytest.mark.cuda
+def test_cuda_with_dropout_the_same_seed_gives_the_padded_paths_masks(cuda_device):
+    """The module docstring's claim for CUDA's fused dropout kernel: each mask is drawn as ``F.dropout`` of ones
+    of the padded shape, so the CUDA generator advances as in the padded forward and keeps the same elements."""
+    assert_dropout_masks_are_the_padded_paths(cuda_device, CUDA_TOLERANCE)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_cuda_under_autocast_with_dropout_the_same_seed_gives_the_padded_paths_masks(cuda_device, dtype):
+    """Under autocast the dropout inputs are half precision in both paths: the same draws, the same kept
+    elements (outputs equal to half-precision rounding), and another seed gives other masks."""
+    backbone = random_backbone("bert", dropout=0.3).to(cuda_device).train()
+    batch = on_device(random_batch(backbone), cuda_device)
+    mask = batch["attention_mask"]
+    outputs = {}
+    with torch.no_grad(), torch.autocast(cuda_device.type, dtype=dtype):
+        for name, forward, seed in (("padded", backbone, 5), ("packed", packed, 5), ("other", packed, 6)):
+            torch.manual_seed(seed)
+            hidden = (forward(**batch) if forward is backbone else forward(backbone, batch)).last_hidden_state
+            outputs[name] = (real(hidden.float(), mask), rng_state(cuda_device))
+    (reference, reference_state), (ours, our_state), (other, _) = outputs["padded"], outputs["packed"], outputs["other"]
+    assert torch.equal(our_state, reference_state)
+    assert torch.isfinite(ours).all() and max_diff(ours, reference) <= 0.1
+    assert max_diff(other, reference) > 0.5
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("pooling", POOLING_NAMES)
+def test_cuda_tiny_bert_every_pooling_gives_the_padded_encoders_features(cuda_device, tiny_bert_path, texts, pooling):
+    encoder = TextEncoder.from_pretrained(tiny_bert_path, pooling=pooling).to(cuda_device)
+    assert_packed_features_equal_the_padded_ones(encoder, texts, CUDA_TOLERANCE)
+
+
+@pytest.mark.cuda
+def test_cuda_trainer_with_unpadding_logs_the_padded_runs_losses(cuda_device, tmp_path, tiny_bert_path):
+    """Dropout on: the packed run draws the padded run's masks on the GPU too, so its losses are the padded run's.
+    (Weights are not compared: an AdamW step turns a float-rounding difference of a near-zero gradient into
+    up to lr, the same bound a run with other masks stays within.)"""
+    (_, plain_losses), (_, our_losses) = simcse_runs_with_and_without_unpadding(
+        tmp_path, tiny_bert_path, cuda_device.type
+    )
+    assert len(our_losses) == 3 and all(math.isfinite(loss) for loss in our_losses)
+    assert our_losses == pytest.approx(plain_losses, abs=1e-4)

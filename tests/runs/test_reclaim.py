@@ -12,12 +12,14 @@ from contrastext.data.sampling import RandomBatchSampler
 from contrastext.data.tasks import load_task
 from contrastext.errors import ConfigError
 from contrastext.methods.reclaim import ReclaimArgs
+from contrastext.negatives.search import IVFSearch
 from contrastext.runs.data import load_classification_data
 from contrastext.runs.reclaim import build, labelled_subset
 from contrastext.runs.registry import get_run_spec
 from contrastext.runs.stages import run_training
 from tests.objectives.naive_objectives import reclaim_ans
 from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
+from tests.runs.test_own_data import write_reviews
 
 FAST = [
     *train_overrides(max_steps=3, batch_size=8, lr="1e-4", warmup_ratio=0, eval_every=None),
@@ -196,3 +198,47 @@ def test_labelled_fraction_option_builds_banks_for_the_drawn_rows(tmp_path, tiny
     )
     with pytest.raises(ConfigError, match=r"method_args\.labelled_fraction"):
         build(config, args, data_root)
+
+
+# ------------------------------------------------------------------------------------------------ CUDA
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("search", ["exact", "ivf", "ivf-kept-index"])
+def test_cuda_training_steps_update_the_banks_on_the_device(cuda_device, tmp_path, tiny_bert_path, search):
+    """Two steps of the recipe on the GPU, on a labelled CSV of the user's (no benchmark data), with each search:
+    the banks live on the device and the rows of the 16 examples seen are updated, the losses are finite. With
+    ``ivf`` on CUDA keys the search is the exact one (``on_cuda="exact"``, the default); ``ivf-kept-index`` puts
+    ``IVFSearch(on_cuda="index")`` in, which keeps its faiss-cpu index and updates the changed rows of the bank."""
+    train_path = write_reviews(tmp_path / "reviews.csv", rows=24)
+    dev_path = write_reviews(tmp_path / "reviews-dev.csv", rows=6, offset=100)
+    config = recipe_config(
+        "reclaim", tmp_path / "run", tiny_bert_path,
+        *train_overrides(max_steps=2, batch_size=8, lr="1e-4", warmup_ratio=0, eval_every=None, drop_last=True),
+        f"data.path={train_path}", f"data.eval_path={dev_path}", "data.max_length=32", "method_args.k=4",
+        f"method_args.search={search.removesuffix('-kept-index')}",
+    )
+    bundle = build(config, config.method_args_as(ReclaimArgs), None)
+    ans = bundle.method.ans
+    if search == "ivf-kept-index":
+        ans.search_u = IVFSearch(nlist=2, nprobe=2, storage="float32", exact_below=0, on_cuda="index")
+        ans.search_v = ans.search_u.fresh()
+    before_u, before_v = ans.bank_u.bank.clone(), ans.bank_v.bank.clone()
+    run_training(config, bundle)
+
+    assert ans.bank_u.bank.device.type == ans.bank_v.bank.device.type == cuda_device.type
+    changed_u = (ans.bank_u.bank.cpu() != before_u).any(dim=1)
+    changed_v = (ans.bank_v.bank.cpu() != before_v).any(dim=1)
+    assert int(changed_u.sum()) == 2 * 8 and torch.equal(changed_u, changed_v)  # 2 steps of 8 distinct examples
+    assert torch.isfinite(ans.bank_u.bank).all() and torch.isfinite(ans.bank_v.bank).all()
+    records = read_log(tmp_path / "run")
+    assert [record["step"] for record in records] == [1, 2]
+    for record in records:
+        assert math.isfinite(record["loss/ans"]) and math.isfinite(record["loss/task"])
+        assert record["loss"] == pytest.approx(record["loss/task"] + 0.1 * record["loss/ans"], rel=1e-5)
+    if search == "ivf-kept-index":
+        for kept in (ans.search_u, ans.search_v):
+            assert kept.index is not None and kept.builds == 1  # built at step 1 (the bank moved to the GPU)
+            assert kept.updated_rows == 8  # step 2: the 8 rows written after step 1, updated in place
+    else:
+        assert ans.search_u.index is None if search == "ivf" else not ans.search_u.stateful

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -45,6 +46,7 @@ from contrastext.training.grad_cache import (
     trim_padding,
 )
 from contrastext.training.trainer import Trainer
+from tests.devices import on_device, rng_state
 from tests.training._tiny_training import WORDS, build, make_config
 
 TOLERANCE = 1e-5
@@ -344,6 +346,62 @@ def test_trainer_on_two_processes_with_cache_chunk_ends_with_the_weights_of_one_
         assert torch.allclose(weights["two"][name], weights["one"][name], atol=TOLERANCE, rtol=0), name
     losses = {run: [r["loss"] for r in read_log(tmp_path / run / "train_log.jsonl")] for run in ("one", "two")}
     assert len(losses["one"]) == 3 and losses["two"] == pytest.approx(losses["one"], abs=TOLERANCE)
+
+
+# ------------------------------------------------------------------------------------------------ CUDA
+
+CUDA_TOLERANCE = 1e-6  # the tiny BERT's gradients reach ~1e-3; float32 rounding leaves ~1e-8 between the paths
+
+
+def on_cuda(encoder: TextEncoder, device, supervised: bool = False, dropout: bool = True) -> SimCSE:
+    return simcse(encoder, supervised=supervised, dropout=dropout).to(device)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("supervised", [False, True], ids=["twins", "triplets"])
+def test_cuda_without_dropout_cached_gradients_equal_the_plain_path(cuda_device, tiny_encoder, supervised):
+    method = on_cuda(tiny_encoder, cuda_device, supervised, dropout=False)
+    batch = on_device(method.collate(triplets(10) if supervised else twins(10)), cuda_device)
+    plain = plain_gradients(method, batch)
+    assert all(gradient.device.type == cuda_device.type for gradient in plain.values())
+    for chunk in (1, 3, 4):
+        assert_same_gradients(cached_gradients(method, batch, chunk), plain, CUDA_TOLERANCE)
+
+
+@pytest.mark.cuda
+def test_cuda_with_dropout_the_replay_draws_the_masks_of_the_first_pass(cuda_device, tiny_encoder):
+    """RandContext keeps the state of the CUDA generator of the chunk's device: the replay draws the dropout masks
+    of the gradient-free pass, so the gradients are the chunkwise plain path's from the same seed, and the CUDA
+    generator ends where that path leaves it; another seed gives other gradients."""
+    method = on_cuda(tiny_encoder, cuda_device)
+    batch = on_device(method.collate(twins(10)), cuda_device)
+    cached = cached_gradients(method, batch, 3)
+    after_cached = rng_state(cuda_device)
+    assert_same_gradients(cached, chunkwise_gradients(method, batch, 3), CUDA_TOLERANCE)
+    assert torch.equal(rng_state(cuda_device), after_cached)
+    other_seed = cached_gradients(method, batch, 3, seed=2)
+    assert max(float((other_seed[name] - cached[name]).abs().max()) for name in cached) > 100 * CUDA_TOLERANCE
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["no", "bf16", "fp16"])
+def test_cuda_trainer_with_cache_chunk_logs_the_plain_runs_losses(cuda_device, tmp_path, tiny_encoder, precision):
+    """Dropout off, 3 steps of 8 in chunks of 3 under each mixed precision (fp16: Accelerate's loss scaler scales
+    the embeddings' gradients too): finite losses, those of a plain run (to half-precision rounding of the
+    embeddings when mixed), and moved weights."""
+    losses = {}
+    for name, chunk in (("plain", None), ("cached", 3)):
+        method = simcse(tiny_encoder, dropout=False)
+        Trainer(method, twins(48), simcse_config(tmp_path / name, cache_chunk=chunk, mixed_precision=precision,
+                                                 lr=1e-3)).train()
+        assert next(method.parameters()).device.type == cuda_device.type
+        losses[name] = [record["loss"] for record in read_log(tmp_path / name / "train_log.jsonl")]
+    start = simcse(tiny_encoder).state_dict()
+    moved = max(float((value.cpu() - start[name]).abs().max()) for name, value in method.state_dict().items())
+    assert moved > 1e-4  # the cached run trained
+    assert len(losses["cached"]) == 3 and all(math.isfinite(loss) for loss in losses["cached"])
+    tolerance = 1e-4 if precision == "no" else 5e-2
+    assert losses["cached"] == pytest.approx(losses["plain"], abs=tolerance)
 
 
 if __name__ == "__main__":  # pragma: no cover
