@@ -12,6 +12,9 @@
   SimCSE logs the padded run's losses (≤ 1e-4) and ends with its weights (≤ 1e-5).
 - Fallbacks: other architectures (DistilBERT), relative positions, decoders, gradient checkpointing, hooks on
   the layers and batches whose rows do not start with a real token take the plain forward.
+- CUDA (marked ``cuda``): the same equalities against the padded forward on the GPU (≤ 1e-4), the dropout masks
+  of CUDA's fused kernel (also under float16 / bfloat16 autocast), every pooling of the tiny random BERT, and a
+  trainer run with unpadding logging the padded run's losses.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@
 - Several processes (gloo, gathered candidates): two processes end with the single-process gradients of the
   global batch (``cached_backward`` + ``average_gradients``), and ``torchrun`` training with ``cache_chunk`` ends
   with the weights of one plain process.
+- CUDA (marked ``cuda``, the tiny random BERT): the plain path's gradients without dropout, the replay of the CUDA
+  generator with dropout, and trainer runs under no / bf16 / fp16 mixed precision logging the plain run's losses.
 """
 
 from __future__ import annotations
