@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DATA_ROOT ?= ../shared/data
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench bench-gpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ bench: setup  # long (about 1.5 h on 2 cores): run it on a quiet machine
 	$(PY) bench/encode.py --data-root $(DATA_ROOT) --output BENCHMARKS.md
 	CONTRASTEXT_DATA=$(DATA_ROOT) $(PY) bench/grad_cache_memory.py --output BENCHMARKS.md
 	$(PY) bench/reclaim_overhead.py --output BENCHMARKS.md
+
+bench-gpu: setup  # on a CUDA GPU: the cuda tests and the benches into BENCHMARKS-cuda.md (see bench/gpu.sh --help)
+	PYTHON=$(PY) bash bench/gpu.sh --data-root $(DATA_ROOT)
 
 clean:
 	rm -rf $(VENV) runs

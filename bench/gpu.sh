@@ -14,6 +14,10 @@
 #                         resolves to them, plus a BERT-base-shaped random model for the RECLAIM rows. Times and
 #                         memory are valid (they do not depend on weight values); quality numbers are skipped.
 #   --quick               smoke run: each script's --quick settings (numbers are no figures).
+#   --output FILE         every block lands there as soon as its step ends (the summary after each step): on a
+#                         machine whose run may be cut off, point it where files are kept.
+#   --budget-s N          counted from the script's start (model set-up included); a step is cut to what is left,
+#                         and stopping one takes up to 10 s more: keep N at least 60 s under any outer limit.
 #   PYTHON                the interpreter (default: .venv/bin/python if present, else python3).
 #
 # Steps (names for --only): tests, train-fp32, train-bf16, encode, gradcache, reclaim, objectives, train-fp16,
@@ -21,6 +25,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
+START=$(date +%s)  # the budget counts from here: model set-up included
 COMMAND="bash bench/gpu.sh${*:+ $*}"
 
 OUTPUT=BENCHMARKS-cuda.md
@@ -39,7 +44,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY=$2; shift 2 ;;
     --random-weights) RANDOM_FROM=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "error: unknown option $1 (see bash bench/gpu.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -76,7 +81,6 @@ MINILM=$("$PYTHON" -c "from contrastext.models.names import resolve_model; print
 QUALITY=()
 [ -n "$RANDOM_FROM" ] && QUALITY=(--no-quality)
 
-START=$(date +%s)
 STATUS_LINES=()
 FAILED=0
 
@@ -151,7 +155,7 @@ if [ "$QUICK" = 1 ]; then
 else
   TRAIN=(--rounds 2 --steps 60 --batch-size 64)
   ENCODE=(--rounds 3 --process-rounds 1)
-  GRADCACHE=(--settings plain:64,plain:1024,cached:1024:64,plain:4096,cached:4096:256)
+  GRADCACHE=(--settings plain:64,plain:1024,cached:1024:64,cached:2048:64)  # 3 steps of 2048: the wiki1m head has 11,914
   RECLAIM=(--rounds 1 --threads "$(nproc)" --rows "baseline,top-K none,top-K exact,top-K ivf")
   OBJECTIVES=(--repeats 5)
 fi

@@ -108,8 +108,12 @@ def gradients(method: nn.Module) -> dict[str, torch.Tensor]:
 
 def assert_same_gradients(actual: dict, expected: dict, tolerance: float = TOLERANCE) -> None:
     assert actual.keys() == expected.keys()
-    worst = max(float((actual[name] - expected[name]).abs().max()) for name in expected)
-    assert worst <= tolerance, f"max abs gradient difference {worst:.3e} > {tolerance}"
+    worst, name = max((float((actual[name] - expected[name]).abs().max()), name) for name in expected)
+    scale = max(float(gradient.abs().max()) for gradient in expected.values())
+    assert worst <= tolerance, (
+        f"max abs gradient difference {worst:.3e} > {tolerance} (in {name}, whose largest gradient is "
+        f"{float(expected[name].abs().max()):.3e}; the largest of all is {scale:.3e})"
+    )
     largest = max(float(value.abs().max()) for value in expected.values())
     assert largest > 100 * tolerance  # the gradients are not all near zero: the comparison means something
 
@@ -353,6 +357,7 @@ def test_trainer_on_two_processes_with_cache_chunk_ends_with_the_weights_of_one_
 # ------------------------------------------------------------------------------------------------ CUDA
 
 CUDA_TOLERANCE = 1e-6  # the tiny BERT's gradients reach ~1e-3; float32 rounding leaves ~1e-8 between the paths
+# (on an H100, 2026-11-26, the triplets case differed by 1.5e-6: see BENCHMARKS-cuda.md; cause not established)
 
 
 def on_cuda(encoder: TextEncoder, device, supervised: bool = False, dropout: bool = True) -> SimCSE:
