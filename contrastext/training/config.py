@@ -1,6 +1,7 @@
 """Typed, validated training configuration: one YAML file plus ``--set key=value`` overrides.
 
-Every section forbids unknown keys; a misspelt key, a value of the wrong type or a non-finite number
+Every section forbids unknown keys (with a did-you-mean that knows the Hugging Face Trainer names, see
+:mod:`contrastext.training.key_names`); a misspelt key, a value of the wrong type or a non-finite number
 (``.inf``, ``.nan``, ``1e999``) raises :class:`~contrastext.errors.ConfigError` naming the dotted key and the
 file (or the ``--set`` override it came from); so does a file that is not valid UTF-8. ``method_args`` is free here and validated by each method with its own pydantic model
 through :func:`validate_method_args`, with the same kind of messages.
@@ -33,6 +34,7 @@ from pydantic import (
 )
 
 from contrastext.errors import ConfigError
+from contrastext.training.key_names import config_keys, suggest
 
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -452,17 +454,22 @@ def _validate(model_cls: type[ModelT], raw: dict, file: str, overridden: Collect
     try:
         return model_cls.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(_describe(error, file, overridden, prefix)) from None
+        known = config_keys(TrainConfig) + ([] if model_cls is TrainConfig else config_keys(model_cls, prefix))
+        raise ConfigError(_describe(error, file, overridden, prefix, known)) from None
 
 
-def _describe(error: ValidationError, file: str, overridden: Collection[str], prefix: str) -> str:
+def _describe(
+    error: ValidationError, file: str, overridden: Collection[str], prefix: str, known: Collection[str] = ()
+) -> str:
+    """One ``origin: key: what`` per error; an unknown key gets a did-you-mean (:mod:`.key_names`)."""
     lines = []
     for item in error.errors():
         key = prefix + ".".join(str(part) for part in item["loc"])
         key = key.rstrip(".") or "(top level)"
         kind = item["type"]
         if kind == "extra_forbidden":
-            what = "unknown key"
+            hint = suggest(key, known)
+            what = f"unknown key; {hint}" if hint else "unknown key"
         elif kind == "missing":
             what = "required key is missing"
         else:

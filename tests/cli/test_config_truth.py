@@ -78,6 +78,13 @@ def test_several_values_after_one_set_all_apply(tmp_path, capsys):
     assert "--set train.max_stepz" in message and "simcse-unsup.yaml" in message
 
 
+def test_a_hugging_face_name_on_the_command_line_is_one_error_line_with_our_key(tmp_path, capsys):
+    argv = ["train", SIMCSE, "--set", "train.learning_rate=1e-5", "--output", str(tmp_path / "x")]
+    message = one_line_error(*run(argv, capsys)[::2])
+    assert "--set train.learning_rate" in message and "simcse-unsup.yaml" in message
+    assert message.endswith("train.learning_rate: unknown key; did you mean train.lr?")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # max_steps vs epochs, and emptied lists (config level: fast)
 

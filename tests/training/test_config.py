@@ -6,7 +6,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from contrastext.errors import ConfigError
-from contrastext.training.config import load_config, parse_override, validate_method_args
+from contrastext.training.config import TrainConfig, load_config, parse_override, validate_method_args
+from contrastext.training.key_names import HF_NAMES, config_keys
 
 RECIPE = """\
 method: simcse-unsup
@@ -59,6 +60,79 @@ def test_unknown_key_names_key_and_file(recipe):
     recipe.write_text(RECIPE.replace("batch_size: 16", "batch_sise: 16"))
     with pytest.raises(ConfigError, match=rf"{recipe}: train.batch_sise: unknown key"):
         load_config(recipe)
+
+
+@pytest.mark.parametrize(
+    ("written", "hint"),
+    [
+        ("train.learning_rate=1e-5", "did you mean train.lr?"),
+        ("learning_rate=1e-5", "did you mean train.lr?"),
+        ("data.learning_rate=1e-5", "did you mean train.lr?"),
+        ("num_train_epochs=2", "did you mean train.epochs?"),
+        ("train.fp16=true", "did you mean train.mixed_precision? (set it to fp16)"),
+        ("bf16=true", "did you mean train.mixed_precision? (set it to bf16)"),
+        ("train.save_total_limit=2", "did you mean train.keep_last?"),
+        ("train.gradient_accumulation_steps=4", "did you mean train.grad_accumulation?"),
+        ("train.lr_scheduler_type=linear", "did you mean train.schedule?"),
+        ("train.per_device_train_batch_size=8", "did you mean train.batch_size? (ours is the global batch"),
+        ("train.max_grad_norm=1.0", "did you mean train.grad_clip?"),
+        ("train.eval_steps=50", "did you mean train.eval_every?"),
+        ("logging_steps=5", "did you mean train.log_every?"),
+        ("report_to=none", "did you mean train.report_to?"),
+        ("max_seq_length=64", "did you mean data.max_length?"),
+        ("warmup_ratio=0.1", "did you mean train.warmup_ratio?"),
+        ("train.max_length=64", "did you mean data.max_length?"),  # the same name in another section
+        ("limit=5", "did you mean data.limit or eval.limit?"),
+        ("train.batch_sise=8", "did you mean train.batch_size?"),  # a close spelling
+        ("train.learning_rte=1e-5", "did you mean train.lr?"),  # a close spelling of a Hugging Face name
+        ("trian.lr=1e-5", "did you mean train?"),
+    ],
+)
+def test_an_unknown_key_gets_a_did_you_mean_that_knows_hugging_face_names(recipe, written, hint):
+    key = written.partition("=")[0]
+    with pytest.raises(ConfigError) as caught:
+        load_config(recipe, [written])
+    message = str(caught.value)
+    assert message.startswith(f"--set {key} (over {recipe}): ")
+    assert f": unknown key; {hint}" in message
+
+
+def test_a_hugging_face_name_in_the_recipe_file_gets_the_did_you_mean(recipe):
+    recipe.write_text(RECIPE.replace("  batch_size: 16", "  learning_rate: 2.0e-5\n  per_device_train_batch_size: 16"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(recipe)
+    message = str(caught.value)
+    assert f"{recipe}: train.learning_rate: unknown key; did you mean train.lr?" in message
+    assert f"{recipe}: train.per_device_train_batch_size: unknown key; did you mean train.batch_size? (ours is " \
+        "the global batch of all processes together, not per device)" in message
+
+
+def test_nothing_close_is_a_bare_unknown_key(recipe):
+    with pytest.raises(ConfigError, match=r"train.zzzz: unknown key$"):
+        load_config(recipe, ["train.zzzz=1"])
+
+
+def test_method_args_get_a_did_you_mean_too(recipe):
+    with pytest.raises(ConfigError, match=r"method_args.temprature: unknown key; did you mean method_args.temperature\?"):
+        validate_method_args(SimArgs, {"temprature": 0.1}, recipe)
+    with pytest.raises(ConfigError, match=r"method_args.learning_rate: unknown key; did you mean train.lr\?"):
+        validate_method_args(SimArgs, {"learning_rate": 0.1}, recipe)
+
+
+def test_every_hugging_face_name_is_theirs_and_maps_to_one_of_our_keys():
+    """The table names real fields of transformers' TrainingArguments (or sentence-transformers' training
+    arguments; max_seq_length is a SentenceTransformer attribute) and real contrastext keys."""
+    import dataclasses
+
+    from sentence_transformers import SentenceTransformerTrainingArguments
+    from transformers import TrainingArguments
+
+    theirs = {field.name for field in dataclasses.fields(TrainingArguments)}
+    theirs |= {field.name for field in dataclasses.fields(SentenceTransformerTrainingArguments)}
+    ours = set(config_keys(TrainConfig))
+    for name, (key, _) in HF_NAMES.items():
+        assert name in theirs or name == "max_seq_length", name
+        assert key in ours, (name, key)
 
 
 def test_wrong_type_names_key_and_file(recipe):
