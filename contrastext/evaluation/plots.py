@@ -8,7 +8,11 @@ One run (:func:`plot_run`):
 - ``gradient_norms.png``: ``grad_alignment`` and ``grad_uniformity`` (the gradient-dissipation
   diagnostics) when logged.
 
-A key is matched by its last ``/``-separated name, so ``eval/align`` counts as ``align``.
+A key is matched by its last ``/``-separated name, so ``eval/align`` counts as ``align``. Keys whose curves are
+the same numbers are drawn once (:func:`distinct_keys`): ``score`` and ``<task>_<split>_score`` repeat the task's
+own metric, and a run with one loss part logs it twice (``loss`` and ``loss/<part>``); the kept curve's label
+names the keys it stands for. The evaluation plot marks the step whose weights ``best/`` holds (the run's
+``train.metric_for_best`` in its ``config.yaml``; for seeds, the best step of the mean curve).
 
 A multi-seed folder (SCL's and CAPT's fine-tuning write ``<output_dir>/seed-<s>/``, each a run of its own)
 is drawn as the mean over the seeds with a band of ± one sample standard deviation, the seeds that logged a
@@ -157,10 +161,47 @@ def _curve(axes, group: RunGroup, key: str, label: str) -> None:
     axes.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
 
 
-def _draw(group: RunGroup, keys: list[str], title: str, ylabel: str, path: Path) -> Path:
-    figure, axes = plt.subplots(figsize=(7, 4.2))
+def _same_numbers(group: RunGroup, key: str) -> tuple:
+    """What a curve of ``key`` draws: every run's (steps, values), for spotting keys that repeat another."""
+    return tuple((tuple(steps), tuple(values)) for steps, values in (_series(r, key) for r in group.records))
+
+
+def distinct_keys(group: RunGroup, keys: list[str]) -> dict[str, list[str]]:
+    """``{key drawn: [keys with the same numbers]}``: one curve per distinct series. The key kept is the first
+    that is not an alias (``score``, ``*_score``), else the first; so ``loss`` stands for a single ``loss/<part>``
+    and ``<task>_spearman`` for ``score`` and ``<task>_score``."""
+    groups: dict[tuple, list[str]] = {}
     for key in keys:
-        _curve(axes, group, key, key)
+        groups.setdefault(_same_numbers(group, key), []).append(key)
+    drawn: dict[str, list[str]] = {}
+    for same in groups.values():
+        plain = [key for key in same if not _is_alias(key.removeprefix(EVAL_PREFIX))]
+        kept = (plain or same)[0]
+        drawn[kept] = [key for key in same if key != kept]
+    return {key: drawn[key] for key in keys if key in drawn}  # in the keys' order
+
+
+def best_mark(group: RunGroup) -> tuple[str, int] | None:
+    """(metric, step) of the best evaluation by the run's ``train.metric_for_best`` (for seeds: of the mean
+    curve), step 0 excepted; None when the run selects no checkpoint or did not log the metric."""
+    metric, greater_is_better = _selection(group.folders[0])
+    if metric is None:
+        return None
+    steps, means, _ = mean_band(group, EVAL_PREFIX + metric)
+    record = [{"step": step, EVAL_PREFIX + metric: mean} for step, mean in zip(steps, means, strict=True)]
+    step = best_step(record, metric, greater_is_better)
+    return None if step is None else (metric, step)
+
+
+def _draw(
+    group: RunGroup, keys: list[str], title: str, ylabel: str, path: Path, mark: tuple[str, int] | None = None
+) -> Path:
+    figure, axes = plt.subplots(figsize=(7, 4.2))
+    for key, aliases in distinct_keys(group, keys).items():
+        _curve(axes, group, key, key + (f" (= {', '.join(aliases)})" if aliases else ""))
+    if mark is not None:
+        metric, step = mark
+        axes.axvline(step, color="black", linestyle="--", linewidth=1, label=f"best: step {step} ({metric})")
     axes.set_xlabel("step")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel(ylabel)
@@ -190,7 +231,7 @@ def plot_run(run: str | os.PathLike, out_dir: str | os.PathLike | None = None) -
     if losses:
         paths.append(_draw(group, losses, "training loss", "loss", out / "losses.png"))
     if evals:
-        paths.append(_draw(group, evals, "evaluation", "metric", out / "eval.png"))
+        paths.append(_draw(group, evals, "evaluation", "metric", out / "eval.png", best_mark(group)))
     if geometry:
         paths.append(_draw(group, geometry, "alignment and uniformity", "value", out / "alignment_uniformity.png"))
     if gradients:

@@ -170,3 +170,47 @@ def test_plot_command_on_a_multi_seed_folder(tmp_path):
     assert result.exit_code == 0, result.output
     assert "2 seeds (seed-1, seed-2): mean ± std" in result.output
     assert str(tmp_path / "plots" / "eval.png") in result.output
+
+
+def _drawn_labels(monkeypatch, tmp_path) -> dict[str, list[str]]:
+    """{PNG name: the legend's labels} of plot_run(tmp_path), read from the figures before they are closed."""
+    from contrastext.evaluation import plots
+
+    figures = []
+    monkeypatch.setattr(plots.plt, "close", figures.append)
+    paths = plot_run(tmp_path)
+    return {path.name: figure.axes[0].get_legend_handles_labels()[1] for path, figure in zip(paths, figures, strict=True)}
+
+
+def test_one_curve_per_metric_no_alias_repeated_and_the_best_step_marked(tmp_path, monkeypatch):
+    """Issue 22: score, <task>_score and <task>_spearman were three identical curves, a one-part loss was drawn
+    twice (loss and loss/<part>) and no best step was marked."""
+    spearman = [0.5, 0.7, 0.6, 0.65]
+    records = [
+        {
+            "step": step,
+            "loss": 1 / step,
+            "loss/infonce": 1 / step,
+            "eval/score": value,
+            "eval/stsb_dev_score": value,
+            "eval/stsb_dev_spearman": value,
+            "eval/stsb_dev_pearson": value - 0.1 + step / 1000,
+        }
+        for step, value in zip((2, 4, 6, 8), spearman, strict=True)
+    ]
+    _write_log(tmp_path, records)
+    (tmp_path / "config.yaml").write_text("train:\n  metric_for_best: score\n  greater_is_better: true\n")
+    labels = _drawn_labels(monkeypatch, tmp_path)
+    assert labels["losses.png"] == ["loss (= loss/infonce)"]
+    assert labels["eval.png"] == [
+        "eval/stsb_dev_pearson",
+        "eval/stsb_dev_spearman (= eval/score, eval/stsb_dev_score)",
+        "best: step 4 (score)",
+    ]
+
+
+def test_distinct_loss_parts_are_all_drawn_and_no_mark_without_selection(tmp_path, monkeypatch):
+    _write_log(tmp_path, [{"step": s, "loss": 3 / s, "loss/a": 1 / s, "loss/b": 2 / s, "eval/acc": s / 10}
+                          for s in (1, 2)])
+    labels = _drawn_labels(monkeypatch, tmp_path)  # no config.yaml: no metric_for_best, nothing to mark
+    assert labels == {"losses.png": ["loss", "loss/a", "loss/b"], "eval.png": ["eval/acc"]}
