@@ -5,6 +5,12 @@ arguments of :func:`make_objective` are the class's constructor arguments (see e
 An unknown name raises :class:`~contrastext.errors.UnknownNameError` listing the known ones; an unknown
 keyword or an invalid value raises :class:`~contrastext.errors.ConfigError` naming the objective and the key.
 
+Which batches an objective takes (:func:`takes_shape`, :func:`objectives_taking`), from the class attributes
+``pair`` and ``takes_negatives`` of :class:`~contrastext.objectives.base.Objective`: a batch of ``pairs``
+(anchor, positive) is the call ``loss(anchors, positives)``, a batch of ``triplets`` (anchor, positive, hard
+negative) the call ``loss(anchors, positives, negatives)``. A recipe checks its objective against its data's
+shape before it loads a model (:func:`contrastext.runs.simcse.check_objective_fits`).
+
 A new loss is one new module under ``contrastext/objectives/`` (a subclass of ``Objective``) and its entry
 below. The RECLAIM critic objectives (``CriticNCE``, ``ANS``) are built around a critic network and memory
 banks by their method, so they are not registered here.
@@ -14,12 +20,14 @@ Example::
     >>> loss = make_objective("infonce", temperature=0.05)
     >>> loss.pair, objective_names()[:3]
     (True, ['align_uniform', 'alignment', 'capt'])
+    >>> takes_shape(make_objective("dcl"), "triplets"), objectives_taking("triplets")
+    (False, ['capt', 'infonce', 'triplet'])
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Literal
 
 from contrastext.errors import ConfigError, UnknownNameError
 
@@ -41,6 +49,24 @@ OBJECTIVES: dict[str, type[Objective]] = {
     "margin_product": margin.MarginProduct,
     "triplet": triplet.TripletMargin,
 }
+
+
+BatchShape = Literal["pairs", "triplets"]
+# The attribute of an Objective that says it takes the call a batch of that shape makes.
+SHAPE_ATTRIBUTES: dict[str, str] = {"pairs": "pair", "triplets": "takes_negatives"}
+
+
+def takes_shape(objective: Objective | type[Objective], shape: BatchShape) -> bool:
+    """Whether ``objective`` takes a batch of ``shape``: ``pairs`` -> ``loss(anchors, positives)`` (its
+    ``pair``), ``triplets`` -> ``loss(anchors, positives, negatives)`` (its ``takes_negatives``)."""
+    if shape not in SHAPE_ATTRIBUTES:
+        raise ValueError(f"shape must be one of {', '.join(SHAPE_ATTRIBUTES)}, not {shape!r}")
+    return bool(getattr(objective, SHAPE_ATTRIBUTES[shape], False))
+
+
+def objectives_taking(shape: BatchShape) -> list[str]:
+    """The registered objective names that take a batch of ``shape`` (see :func:`takes_shape`), sorted."""
+    return [name for name in objective_names() if takes_shape(OBJECTIVES[name], shape)]
 
 
 def objective_names() -> list[str]:

@@ -4,6 +4,15 @@ The method is :class:`contrastext.methods.simcse.SimCSE`; the objective is built
 objectives registry (``method_args.loss``, default ``infonce`` with ``temperature`` / ``symmetric`` /
 ``hard_negative_weight``; any other pair objective with ``method_args.loss_args``).
 
+Every recipe on this method (``simcse-unsup``, ``simcse-sup``, ``mnrl``, ``gd``) goes through
+:func:`build_simcse`, which checks the objective against the shape of the training data before the model
+loads (:func:`check_objective_fits`): (anchor, positive) pairs and dropout twins need an objective that
+takes ``loss(anchors, positives)``; (anchor, positive, hard negative) triplets one that takes
+``loss(anchors, positives, negatives)`` (infonce, capt, triplet). A pair-only objective (dcl, align_uniform,
+the margin losses...) on data with a negative column is a ConfigError naming ``method_args.loss`` and the
+column, never a silent drop of the negatives: name the two columns to train on with ``data.columns.text``
+and ``data.columns.pair`` to leave the negatives out.
+
 Example::
 
     >>> config = load_config(recipe_path("simcse-unsup"), ["train.max_steps=3", "data.limit=24"])
@@ -20,8 +29,8 @@ from torch import nn
 
 from contrastext.errors import ConfigError
 from contrastext.methods.simcse import SimCSE, SimCSESupArgs, SimCSEUnsupArgs
-from contrastext.objectives.registry import make_objective
-from contrastext.runs.data import load_training_data
+from contrastext.objectives.registry import BatchShape, make_objective, objectives_taking, takes_shape
+from contrastext.runs.data import TrainingData, load_training_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
 from contrastext.runs.registry import RunSpec
@@ -37,13 +46,71 @@ def make_pair_objective(args: SimCSEUnsupArgs) -> nn.Module:
         options = {"temperature": args.temperature, "symmetric": args.symmetric}
         if isinstance(args, SimCSESupArgs):
             options["hard_negative_weight"] = args.hard_negative_weight
-    objective = make_objective(args.loss, **{**options, **args.loss_args})
-    if not getattr(objective, "pair", True):
+    return make_objective(args.loss, **{**options, **args.loss_args})
+
+
+def batch_shape(data: TrainingData, supervised: bool) -> BatchShape:
+    """``triplets`` when the training examples carry a hard negative (a third text), else ``pairs`` (dropout
+    twins of unsupervised runs are pairs of the same sentence)."""
+    return "triplets" if supervised and any(len(example.texts) == 3 for example in data.examples) else "pairs"
+
+
+def check_objective_fits(config: TrainConfig, name: str, objective: nn.Module, data: TrainingData,
+                         supervised: bool) -> None:
+    """A ConfigError naming ``method_args.loss`` when ``objective`` cannot take the batches of ``data``
+    (:func:`contrastext.objectives.registry.takes_shape`); called before the model loads. A pair-only objective
+    on triplets names the negative column and the two ways out; nothing is dropped silently."""
+    shape = batch_shape(data, supervised)
+    if takes_shape(objective, shape):
+        return
+    key = f"{loss_origin(config)}: method_args.loss={name}"
+    owner = type(objective).__name__
+    if shape == "triplets" and takes_shape(objective, "pairs"):
+        negatives, pairs_only = negative_column(config, data)
         raise ConfigError(
-            f"method_args.loss: {args.loss} is not a pair objective (loss(anchors, positives[, negatives])); "
-            "SimCSE needs one, e.g. infonce, dcl, align_uniform, margin_euclidean"
+            f"{key}: {owner} takes (anchor, positive) pairs only, and the training data has hard negatives: "
+            f"{negatives}. Use an objective that takes negatives ({', '.join(objectives_taking('triplets'))}), "
+            f"or train on the pairs alone: {pairs_only}"
         )
-    return objective
+    trains_on = (
+        "(anchor, positive) pairs with no negative column" if supervised else "dropout twins of single sentences"
+    )
+    if takes_shape(objective, "triplets"):
+        more = ", or give (anchor, positive, negative) triplets (data.columns.negative)" if supervised else ""
+        raise ConfigError(
+            f"{key}: {owner} needs a hard negative per anchor (loss(anchors, positives, negatives)); "
+            f"{config.method} trains on {trains_on}. Use a pair objective "
+            f"({', '.join(objectives_taking('pairs'))}){more}"
+        )
+    raise ConfigError(
+        f"{key}: {owner} is not an objective on (anchor, positive[, negative]) batches; {config.method} trains "
+        f"on {'triplets' if shape == 'triplets' else trains_on}: use one of "
+        f"{', '.join(objectives_taking(shape))}"
+    )
+
+
+def loss_origin(config: TrainConfig) -> str:
+    """Where ``method_args.loss`` came from: ``--set method_args.loss (over FILE)`` or the recipe file."""
+    file = config.source or "<config>"
+    overridden = any(key in ("method_args", "method_args.loss") for key in config.overridden_keys)
+    return f"--set method_args.loss (over {file})" if overridden else file
+
+
+def negative_column(config: TrainConfig, data: TrainingData) -> tuple[str, str]:
+    """The data's negative column in words, and how to train on its pairs alone."""
+    columns = data.description.get("columns")
+    if columns and len(columns) == 3:
+        given = " (data.columns.negative)" if (config.data.columns and config.data.columns.negative) else ""
+        where = f"column {columns[2]!r}{given} of {data.description['train']}"
+        return where, (
+            f"--set data.columns.text={columns[0]} data.columns.pair={columns[1]} (the column {columns[2]} is "
+            "then not read)"
+        )
+    return (
+        f"the third text (hard negative) of data.task {data.description.get('train', '?')}",
+        "a file or dataset of pairs with data.path / data.dataset, naming its two columns with "
+        "data.columns.text and data.columns.pair",
+    )
 
 
 def sentence_encoder(config: TrainConfig, args: SimCSEUnsupArgs):
@@ -65,8 +132,9 @@ def build_simcse(
     """A SimCSE bundle: ``data.task`` (default ``default_task``) or ``data.path``, the encoder, the objective."""
     data = load_training_data(config, data_root, default_task=default_task)
     examples = data.examples
-    evaluator = sentence_evaluator(config, data_root, extras=extras(examples) if callable(extras) else extras)
     objective = objective if objective is not None else make_pair_objective(args)
+    check_objective_fits(config, args.loss, objective, data, supervised)  # before the model loads
+    evaluator = sentence_evaluator(config, data_root, extras=extras(examples) if callable(extras) else extras)
     method = SimCSE(sentence_encoder(config, args), objective, supervised=supervised, gather=args.gather,
                     part_name=args.loss)
     return MethodBundle(method, examples, evaluator, final_report=lambda _m: {"data": data.description})
