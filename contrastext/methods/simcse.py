@@ -29,9 +29,11 @@ cuts the batch into chunks of N examples, each with all its views (the unsupervi
 encodes a chunk and :meth:`SimCSE.loss_from_embeddings` computes the loss (gathered across processes) of the
 whole batch's embeddings. ``forward`` is exactly ``loss_from_embeddings(embed(batch), batch)``.
 
-Any pair objective of :mod:`contrastext.objectives` plugs in (``loss(anchors, positives[, negatives])``);
-the recipes build them by name with :func:`contrastext.objectives.make_objective`. How a recipe becomes this
-module (data, encoder, evaluator) is :mod:`contrastext.runs.simcse`.
+Any objective of :mod:`contrastext.objectives` that takes the batch plugs in: ``loss(anchors, positives)``
+for pairs and dropout twins (its ``pair``), ``loss(anchors, positives, negatives)`` for triplets (its
+``takes_negatives``); the recipes build them by name with :func:`contrastext.objectives.make_objective` and
+refuse a misfit before the model loads (:func:`contrastext.runs.simcse.check_objective_fits`). How a recipe
+becomes this module (data, encoder, evaluator) is :mod:`contrastext.runs.simcse`.
 
 Example::
 

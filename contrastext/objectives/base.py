@@ -25,6 +25,11 @@ that does not fit its batch):
   negatives of the anchors (InfoNCE: extra (N, d) candidates; CAPT: its queue; TripletMargin: one (B, d)
   negative per anchor, which it requires, so TripletMargin is not a ``pair`` objective).
 
+Recipes trust these two attributes: before any model loads, a recipe refuses an objective that does not take
+its data's batches (:func:`contrastext.objectives.registry.takes_shape`), e.g. a pair-only objective on data
+with a negative column, with a ConfigError naming ``method_args.loss``. They must therefore tell the truth
+(tests/objectives/test_registry.py calls each objective both ways).
+
 Example (a new loss: one file, plus its line in :mod:`contrastext.objectives.registry`)::
 
     class MeanDistance(Objective):
@@ -84,7 +89,10 @@ class Objective(nn.Module):
 
 class PairObjective(Objective):
     """An objective on two aligned batches ``loss(x (B, d), y (B, d))``: row k of x and row k of y are a
-    positive pair (alignment/uniformity, DCL, the margin losses). Subclasses write only ``compute(x, y)``."""
+    positive pair (alignment/uniformity, DCL, the margin losses). Subclasses write only ``compute(x, y)``.
+
+    It takes no negatives (``takes_negatives`` False): a recipe refuses it on (anchor, positive, negative) data
+    rather than drop the negatives."""
 
     pair = True
 
