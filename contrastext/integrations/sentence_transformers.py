@@ -38,6 +38,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any
 
@@ -48,8 +49,39 @@ from contrastext.errors import ConfigError
 from contrastext.objectives.alignment import Uniformity
 from contrastext.objectives.base import Objective
 from contrastext.objectives.supcon import CEPlusSupCon, SupCon
+from contrastext.objectives.temperature import Temperature
 
 EMBEDDING_KEY = "sentence_embedding"
+
+
+def objective_settings(objective: Objective) -> dict[str, Any]:
+    """``{"objective": <registry name>, <argument>: <value>, ...}``: the name ``make_objective`` knows it by and
+    the value of each of its constructor arguments (a temperature schedule as its class and current value)."""
+    from contrastext.objectives.registry import OBJECTIVES
+
+    cls = type(objective)
+    name = next((key for key, value in OBJECTIVES.items() if value is cls), cls.__name__)
+    settings: dict[str, Any] = {"objective": name}
+    for argument in inspect.signature(cls).parameters:
+        if hasattr(objective, argument):
+            settings[argument] = _plain(getattr(objective, argument))
+    return settings
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value for a model card: numbers, text, lists; a tensor's number; a module as ``Class(settings)``."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Tensor):
+        return value.item() if value.dim() == 0 else value.tolist()
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Temperature):
+        current = float(torch.as_tensor(value.value()).detach())
+        return f"{type(value).__name__}({value.extra_repr()}), at {current:.4g} when saved"
+    if isinstance(value, nn.Module):
+        return f"{type(value).__name__}({value.extra_repr()})"
+    return repr(value)
 
 
 def _kind(objective: Objective) -> str:
@@ -122,8 +154,10 @@ class ContrastextLoss(nn.Module):
         return self.objective(embeddings[0], embeddings[1], torch.cat(embeddings[2:]))
 
     def get_config_dict(self) -> dict[str, Any]:
-        """What sentence-transformers writes in the model card about this loss."""
-        return {"objective": type(self.objective).__name__, "settings": self.objective.extra_repr()}
+        """What sentence-transformers writes in the model card about this loss (as its own losses do, e.g.
+        ``MultipleNegativesRankingLoss``'s ``{"scale": 20.0, ...}``): the objective's registry name and its
+        constructor settings, e.g. ``{"objective": "dcl", "temperature": 0.05}``."""
+        return objective_settings(self.objective)
 
     @property
     def citation(self) -> str:

@@ -90,6 +90,22 @@ def test_trainer_trains_with_a_contrastext_objective_and_its_loss_is_ours(st_mod
     assert len(loss.values) == 2
     assert loss.values[0] == pytest.approx(expected, abs=1e-4)
     assert any(not torch.equal(old, new) for old, new in zip(before, st_model.parameters(), strict=True))
+    st_model.save(str(tmp_path / "saved"))
+    card = (tmp_path / "saved" / "README.md").read_text(encoding="utf-8")
+    assert '"objective": "dcl"' in card and '"temperature": 0.05' in card  # sentence-transformers' loss config
+
+
+def test_the_loss_config_holds_the_objectives_name_and_settings(st_model):
+    """sentence-transformers writes ``get_config_dict()`` into the model card (as MultipleNegativesRankingLoss's
+    ``{"scale": 20.0, ...}``): the objective's registry name and every constructor setting, the temperature
+    included."""
+    assert ContrastextLoss(st_model, make_objective("dcl", temperature=0.05)).get_config_dict() == {
+        "objective": "dcl", "temperature": 0.05}
+    infonce = ContrastextLoss(st_model, make_objective("infonce", temperature=0.1, symmetric=True)).get_config_dict()
+    assert infonce == {"objective": "infonce", "temperature": 0.1, "similarity": "cos", "symmetric": True,
+                       "hard_negative_weight": 0.0, "mask_duplicate_positives": False}
+    triplet = ContrastextLoss(st_model, make_objective("triplet", margin=0.3)).get_config_dict()
+    assert triplet == {"objective": "triplet", "margin": 0.3, "distance": "euclidean"}
 
 
 def test_infonce_with_a_negative_column_equals_multiple_negatives_ranking(st_model):
