@@ -11,6 +11,12 @@ then clips the gradient norm, steps AdamW and the schedule, calls ``method.after
 every ``eval_every`` steps (keeping the best weights by ``metric_for_best``, stopping early after
 ``early_stopping_patience`` evaluations without improvement) and checkpoints every ``save_every`` steps.
 
+What the main process prints (above the progress bar, with ``tqdm.write``): ``world size N (backend, device)``
+once per process (the first training of the process), and one line per evaluation, e.g.
+``eval step 20/100: stsb_dev_spearman=0.7321 (best 0.7410 at step 10)``: the headline metric is
+``metric_for_best`` (else ``score``, else the first metric), its best so far by ``greater_is_better``. Every
+``train_log.jsonl`` record holds ``world_size``, and so does :class:`TrainResult` (hence ``metrics.json``).
+
 Because batch order and views depend only on ``(seed, epoch, batch)`` and checkpoints hold the global RNG
 states (dropout), a resumed run ends with exactly the weights of an uninterrupted one (on CPU).
 
@@ -42,6 +48,7 @@ from tqdm.auto import tqdm
 from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError, MissingDataError
+from contrastext.runtime.processes import describe_world
 from contrastext.runtime.run_log import LOG_NAME
 from contrastext.runtime.seeding import make_generator, set_seed
 from contrastext.training.checkpoint import (
@@ -67,6 +74,7 @@ from contrastext.training.schedules import build_optimizer, build_scheduler, res
 
 logger = logging.getLogger("contrastext.training")
 Evaluator = Callable[[Method], dict[str, float]]
+_ANNOUNCED_WORLDS: set[str] = set()  # the world-size lines this process has printed (once each)
 
 
 @dataclass
@@ -86,6 +94,7 @@ class TrainResult:
     last_metrics: dict[str, float] = field(default_factory=dict)
     last_metrics_step: int | None = None  # the step whose weights last_metrics scored
     start_metrics: dict[str, float] = field(default_factory=dict)  # with train.eval_at_start
+    world_size: int = 1  # how many processes trained
 
 
 def resolve_mixed_precision(setting: str) -> str:
@@ -129,6 +138,7 @@ class _Run:
     last_checkpoint: Path | None = None
     stream: Iterator[tuple[int, int, list[int]]] | None = None
     skipped_nonfinite: int = 0  # steps dropped under train.on_nonfinite=skip
+    headline_best: tuple[int, float] | None = None  # (step, value) of the printed metric without metric_for_best
 
     def __post_init__(self) -> None:
         self.best_folder = self.result.output_dir / "best"
@@ -292,6 +302,8 @@ class Trainer:
             kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)],
         )
         main = accelerator.is_main_process
+        if main:
+            announce_world(accelerator)
         total_steps = self.total_steps()
         method = self.method
         method.train()
@@ -315,7 +327,8 @@ class Trainer:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.output_dir / "config.yaml", dump_config(self.config))
         method.on_train_start(total_steps)
-        result = TrainResult(output_dir=self.output_dir, last_step=state.step, log_path=run_log.path)
+        result = TrainResult(output_dir=self.output_dir, last_step=state.step, log_path=run_log.path,
+                             world_size=accelerator.num_processes)
         run = _Run(accelerator, model, method, optimizer, scheduler, run_log, state, result, total_steps)
         run.stream = self._stream(state.epoch, state.batch_index)
         return run
@@ -326,7 +339,8 @@ class Trainer:
         if run.state.step != 0 or not self.config.train.eval_at_start or self.evaluator is None:
             return
         start_metrics = self._evaluate(run.method, run.accelerator)
-        run.log.log({"step": 0, "epoch": 0, **{f"eval/{k}": v for k, v in start_metrics.items()}})
+        run.log.log({"step": 0, "epoch": 0, "world_size": run.accelerator.num_processes,
+                     **{f"eval/{k}": v for k, v in start_metrics.items()}})
         run.result.start_metrics = start_metrics
         if run.main and self.config.train.progress_bar:
             tqdm.write("step 0 (start): " + ", ".join(f"{k}={v:.4f}" for k, v in start_metrics.items()))
@@ -344,7 +358,24 @@ class Trainer:
             check_finite_weights(run.method, run.state.step, "best/")
             self._export_best(run.method, run.best_folder, run.state)
             run.result.best_checkpoint = run.best_folder
+        if run.main and metrics:
+            tqdm.write(self._evaluation_line(run, metrics))
         return metrics
+
+    def _evaluation_line(self, run: _Run, metrics: dict[str, float]) -> str:
+        """``eval step S/T: <headline>=V (best B at step s)``: the headline metric is ``metric_for_best`` (its best
+        is the trainer's), else ``score``, else the first metric (its best tracked here)."""
+        train, state = self.config.train, run.state
+        name = next(key for key in (train.metric_for_best, "score", *metrics) if key in metrics)
+        value = metrics[name]
+        if name == train.metric_for_best and state.best_step is not None:
+            best_step, best = state.best_step, state.best_metric
+        else:
+            previous = run.headline_best
+            better = previous is None or (value > previous[1] if train.greater_is_better else value < previous[1])
+            run.headline_best = (state.step, value) if better else previous
+            best_step, best = run.headline_best
+        return f"eval step {state.step}/{run.total_steps}: {name}={value:.4f} (best {best:.4f} at step {best_step})"
 
     def _log_if_due(self, run: _Run, window: _Window, rate: float, grad_norm, metrics: dict) -> bool:
         """Write the window's means every ``log_every`` steps (and on evaluations, the last step, a stop)."""
@@ -354,6 +385,7 @@ class Trainer:
         record = {
             "step": state.step,
             "epoch": state.epoch,
+            "world_size": run.accelerator.num_processes,
             **window.summary(rate),
             "lr": run.scheduler.get_last_lr()[0],
         }
@@ -536,6 +568,19 @@ class Trainer:
             method.encoder.save(temporary / "encoder")
 
         write_folder_atomically(folder, write)
+
+
+def announce_world(accelerator: Accelerator) -> None:
+    """Print ``world size N (backend, device)`` (:func:`~contrastext.runtime.processes.describe_world`) the first
+    time this process trains with that world; the caller prints on the main process only."""
+    device = accelerator.device
+    shown = device.type
+    if device.type == "cuda":
+        shown = f"cuda: {torch.cuda.get_device_name(device)}"
+    line = describe_world(accelerator.num_processes, accelerator.state.backend, shown)
+    if line not in _ANNOUNCED_WORLDS:
+        _ANNOUNCED_WORLDS.add(line)
+        tqdm.write(line)
 
 
 class _Window:

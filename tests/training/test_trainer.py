@@ -11,6 +11,7 @@ from accelerate.state import AcceleratorState
 
 from contrastext.errors import ConfigError
 from contrastext.runtime.run_log import read_log
+from contrastext.training import trainer as trainer_module
 from contrastext.training.checkpoint import latest_checkpoint, load_method_state
 from contrastext.training.trainer import Trainer, resolve_mixed_precision
 from tests.training._tiny_training import build, make_config, sentences
@@ -128,7 +129,7 @@ def test_eval_at_start_logs_step_zero_and_is_never_the_best(tmp_path, minilm_pat
     config.train.eval_at_start = True
     result = Trainer(build(minilm_path), sentences(), config, evaluator=evaluator).train()
     records = read_log(tmp_path / "train_log.jsonl")
-    assert records[0] == {"step": 0, "epoch": 0, "eval/score": 0.9}
+    assert records[0] == {"step": 0, "epoch": 0, "world_size": 1, "eval/score": 0.9}
     assert result.start_metrics == {"score": 0.9}
     assert (result.best_step, result.best_metric) == (4, 0.3)
 
@@ -185,3 +186,41 @@ def test_cuda_training_is_finite_moves_the_weights_and_saves_reloads_and_resumes
     load_method_state(restored, checkpoint)
     for name, value in restored.state_dict().items():
         assert torch.equal(value, trained[name]), name
+
+
+def test_every_evaluation_prints_one_line_and_the_world_size_is_said_and_recorded(
+    tmp_path, minilm_path, one_thread, capsys, monkeypatch
+):
+    """Issue 22: the evaluations every eval_every went only to the JSONL, and nothing said (or recorded) how many
+    processes trained. Each evaluation prints step, headline metric and best so far; the world-size line is
+    printed once per process; every log record and the result hold the world size."""
+    monkeypatch.setattr(trainer_module, "_ANNOUNCED_WORLDS", set())
+    scores = iter([0.5, 0.7, 0.6])
+
+    def evaluator(method):
+        return {"score": next(scores), "other": 0.1}
+
+    config = make_config(tmp_path / "a", max_steps=6, save_every=None, eval_every=2, metric_for_best="score")
+    result = Trainer(build(minilm_path), sentences(), config, evaluator=evaluator).train()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("eval step")] == [
+        "eval step 2/6: score=0.5000 (best 0.5000 at step 2)",
+        "eval step 4/6: score=0.7000 (best 0.7000 at step 4)",
+        "eval step 6/6: score=0.6000 (best 0.7000 at step 4)",
+    ]
+    assert [line for line in lines if line.startswith("world size")] == ["world size 1 (single process, cpu)"]
+    records = read_log(tmp_path / "a" / "train_log.jsonl")
+    assert records and all(record["world_size"] == 1 for record in records)
+    assert result.world_size == 1
+
+    # without metric_for_best the headline is "score" (else the first metric), its best tracked for the line
+    scores = iter([0.3, 0.2])
+    config = make_config(tmp_path / "b", max_steps=4, save_every=None, eval_every=2, metric_for_best=None,
+                         greater_is_better=False)
+    Trainer(build(minilm_path), sentences(), config, evaluator=evaluator).train()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("eval step")] == [
+        "eval step 2/4: score=0.3000 (best 0.3000 at step 2)",
+        "eval step 4/4: score=0.2000 (best 0.2000 at step 4)",
+    ]
+    assert not [line for line in lines if line.startswith("world size")]  # said once per process
