@@ -20,6 +20,7 @@ from typer.core import TyperCommand
 
 from contrastext.cli import app
 from contrastext.data.root import resolve_data_root
+from contrastext.runtime.processes import is_main_process
 
 # Help texts are rich markup: a literal "[" is written "\\[" (else "[stsb:dev]" would vanish as a style tag).
 SET_HELP = (
@@ -132,9 +133,14 @@ def train_command(
     # Read lazily: only a registry task needs the data root (then --data-root, else $CONTRASTEXT_DATA, else
     # a MissingDataError saying so). A --data-root that is given must exist, though.
     root = resolve_data_root(data_root) if data_root is not None else None
+    # Under a launcher (torchrun, accelerate launch) every process runs this command: the main one prints.
+    main = is_main_process()
     action = "resuming" if resume else "training"
-    typer.echo(f"{action} {config.method} from {config.model}; outputs in {config.output_dir}")
+    if main:
+        typer.echo(f"{action} {config.method} from {config.model}; outputs in {config.output_dir}")
     summary = run_recipe(config, root, resume=resume)
+    if not is_main_process():
+        return
     print_summary(summary)
     written = Path(config.output_dir) / "metrics.json"
     if written.is_file():

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastext.data.examples import Example
-from contrastext.runtime.processes import is_main_process
+from contrastext.runtime.processes import is_main_process, rank_and_world_size
 from contrastext.runtime.seeding import set_seed
 from contrastext.training.config import TrainConfig
 from contrastext.training.method import Method
@@ -90,9 +90,13 @@ def seeded_build(build: Callable[..., MethodBundle], config: TrainConfig, args, 
 
 
 def write_summary(folder: str | Path, payload: dict, name: str = METRICS_FILE) -> Path:
-    """Write ``payload`` as ``<folder>/<name>`` (JSON) on the main process; returns the path either way."""
+    """Write ``payload`` as ``<folder>/<name>`` (JSON) on the main process; returns the path either way.
+
+    The file holds ``world_size``: the payload's own (a stage's, from its trainer), else this process group's.
+    """
     path = Path(folder) / name
     if is_main_process():
+        payload = {"world_size": rank_and_world_size()[1], **payload}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     return path
@@ -109,7 +113,7 @@ def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool = False
 
     Returns (and writes to ``<output_dir>/metrics.json``) ``{"method", "output_dir", "metric_for_best",
     "best_metric", "best_step", "last_step", "best_model_dir", "final_model_dir", "log_path", "metrics",
-    "start_metrics", "report"}``: ``metrics`` is the evaluator's result on the best weights (the last weights
+    "start_metrics", "report", "world_size"}``: ``metrics`` is the evaluator's result on the best weights (the last weights
     when no checkpoint was ever best), ``report`` the bundle's ``final_report`` on them. After the run the
     method holds the best weights.
 
@@ -153,6 +157,7 @@ def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool = False
         "metrics": metrics,
         "start_metrics": dict(result.start_metrics),
         "report": report,
+        "world_size": result.world_size,
     }
     if is_main_process():
         summary.update(export_outputs(config, bundle.method, summary, dict(result.last_metrics)))
@@ -182,6 +187,7 @@ def card_details(config: TrainConfig, summary: dict, method: Method | None = Non
         "epochs": train.epochs,
         "seed": config.seed,
         "steps trained": summary.get("last_step"),
+        "world size": summary.get("world_size"),  # processes that trained (torchrun / accelerate launch)
     }
     if method is not None and getattr(method, "loss_weights", None):
         training["loss weights"] = json.dumps(dict(method.loss_weights), sort_keys=True)

@@ -117,3 +117,42 @@ def test_resume_with_a_changed_lr_is_refused_naming_the_key(tmp_path, tiny_bert_
     message = one_line_error(*run([*argv, *with_sets("train.lr=0.001"), "--resume"], capsys)[::2])
     assert "--resume" in message and "train.lr" in message and "0.001" in message
     assert (output / "config.yaml").read_text() == config_text
+
+
+def test_a_run_prints_its_evaluations_and_world_size_and_records_the_world_size(
+    tmp_path, tiny_bert_path, data_root, capsys, monkeypatch
+):
+    """Issue 22: evaluations during training were silent and the world size was said and recorded nowhere."""
+    from contrastext.training import trainer
+
+    monkeypatch.setattr(trainer, "_ANNOUNCED_WORLDS", set())
+    output = tmp_path / "run"
+    sets = with_sets(*FAST, "train.max_steps=4", f"model={tiny_bert_path}")
+    code, stdout, stderr = run(["train", RECIPE, *sets, "--output", str(output), "--data-root", str(data_root)],
+                               capsys)
+    assert code == 0, stderr
+    lines = stdout.splitlines()
+    assert "world size 1 (single process, cpu)" in lines
+    evaluations = [line for line in lines if line.startswith("eval step")]
+    assert [line.split(":")[0] for line in evaluations] == ["eval step 2/4", "eval step 4/4"]
+    assert all("stsb_dev_spearman=" in line and "(best " in line for line in evaluations)
+    assert json.loads((output / "metrics.json").read_text())["world_size"] == 1
+    assert "| world size | 1 |" in (output / "best" / "encoder" / "README.md").read_text()
+    first = json.loads((output / "train_log.jsonl").read_text().splitlines()[0])
+    assert first["world_size"] == 1
+
+
+def test_only_the_main_process_prints_the_banner_and_the_metrics(tmp_path, capsys, monkeypatch):
+    """Under torchrun every process runs the command: the banner and the summary printed once per process."""
+    import contrastext.runs.registry as registry
+
+    summary = {"metrics": {"stsb_dev_spearman": 0.5}, "best_step": 2, "log_path": str(tmp_path / "log")}
+    monkeypatch.setattr(registry, "run_recipe", lambda config, root, resume=False: summary)
+    argv = ["train", RECIPE, *with_sets(*FAST), "--output", str(tmp_path / "run")]
+    monkeypatch.setenv("RANK", "1")  # a second process, before the trainer sets the process group up
+    code, stdout, stderr = run(argv, capsys)
+    assert (code, stdout) == (0, ""), stderr
+    monkeypatch.setenv("RANK", "0")
+    code, stdout, stderr = run(argv, capsys)
+    assert code == 0, stderr
+    assert stdout.count("training simcse-unsup") == 1 and "stsb_dev_spearman: 0.5000" in stdout

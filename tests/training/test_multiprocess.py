@@ -3,7 +3,8 @@ of one process on the whole batch. Launched with ``torchrun``, as a user would (
 
 Dropout is off in this test's tiny BERT: dropout masks are drawn per process, so only without dropout are the
 two runs the same computation. SimCSE gathers the embeddings of both processes (with gradients), so each
-process's loss sees the global batch's candidates; DDP averages the gradients.
+process's loss sees the global batch's candidates; DDP averages the gradients. The 2-process run prints its
+banner and ``world size 2 (gloo, cpu)`` once and records the world size (metrics.json, every log record).
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, drop
     two = train([str(torchrun), "--standalone", "--nproc_per_node", "2"], tmp_path / "two", dropout_free_bert,
                 data_root)
     assert two.returncode == 0, two.stderr[-3000:]
+    # issue 22: the banner printed once per process, and nothing said or recorded how many processes trained
+    assert two.stdout.count("training simcse-unsup from") == 1, two.stdout
+    assert two.stdout.splitlines().count("world size 2 (gloo, cpu)") == 1, two.stdout
+    assert json.loads((tmp_path / "two" / "metrics.json").read_text())["world_size"] == 2
+    assert {record["world_size"] for record in read_log(tmp_path / "two" / "train_log.jsonl")} == {2}
     one = train([sys.executable], tmp_path / "one", dropout_free_bert, data_root)
     assert one.returncode == 0, one.stderr[-3000:]
     before = load_file(str(Path(dropout_free_bert) / "model.safetensors"))
