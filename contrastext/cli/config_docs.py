@@ -35,7 +35,9 @@ INTRODUCTION = f"""\
 A recipe is one YAML file (`recipes/*.yaml`, or your own) with the keys below; every section refuses
 unknown keys and wrongly typed values with an error naming the key and the file (or the `--set` that gave
 it). `contrastext train RECIPE --set KEY=VALUE ...` overrides any key with a dotted name; the value is
-read as YAML.
+read as YAML. An unknown key gets a did-you-mean: a close spelling, the same name in another section, or
+the contrastext key of a Hugging Face Trainer / sentence-transformers name (their table comes after the
+`eval` keys).
 
 ## Rules
 
@@ -127,6 +129,23 @@ def model_table(model: type[BaseModel], prefix: str, skip: tuple[str, ...] = ())
     return lines
 
 
+def hf_names_table() -> list[str]:
+    """The section mapping Hugging Face Trainer / sentence-transformers names to contrastext keys."""
+    from contrastext.training.key_names import HF_NAMES
+
+    lines = [
+        "## Hugging Face Trainer / sentence-transformers names",
+        "",
+        "Written in a recipe or with `--set`, at any level (`learning_rate`, `train.learning_rate`), these are "
+        "unknown keys whose error names the contrastext key (`did you mean train.lr?`).",
+        "",
+        "| their name | contrastext key | note |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{name}` | `{key}` | {_cell(note)} |" for name, (key, note) in sorted(HF_NAMES.items())]
+    return [*lines, ""]
+
+
 def first_paragraph(item: Any) -> str:
     doc = (item.__doc__ or "").strip()
     return " ".join(doc.split("\n\n", 1)[0].split())
@@ -152,6 +171,7 @@ def render() -> str:
     ]
     for title, model, prefix, skip in sections:
         parts += [f"## {title}", "", first_paragraph(model), "", *model_table(model, prefix, skip), ""]
+    parts += hf_names_table()
     parts += [
         "## `method_args`",
         "",

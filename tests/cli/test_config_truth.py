@@ -183,6 +183,14 @@ def test_every_train_and_eval_key_and_the_top_level_ones_are_described():
     assert undescribed == []
 
 
+def test_config_md_maps_the_hugging_face_names():
+    from contrastext.cli.config_docs import render
+
+    text = render()
+    assert "## Hugging Face Trainer / sentence-transformers names" in text
+    assert "| `learning_rate` | `train.lr` |" in text and "| `per_device_train_batch_size` | `train.batch_size` |" in text
+
+
 def test_config_md_documents_the_rules_and_every_method():
     from contrastext.cli.config_docs import render
     from contrastext.runs.registry import method_names
