@@ -69,7 +69,16 @@ class TrainSection(Section):
         description="batches of similar text lengths (less padding; sorted inside shuffled mega-batches, as "
         "Hugging Face's group_by_length)",
     )
-    lr: float = Field(default=3e-5, gt=0, description="peak learning rate of AdamW")
+    lr: float = Field(default=3e-5, gt=0, description="peak learning rate")
+    optimizer: Literal["adamw", "adam", "adafactor", "sgd"] = Field(
+        default="adamw",
+        description="adamw (fused where the device has it), adam (its weight decay is an L2 penalty), adafactor "
+        "(transformers' Adafactor as Hugging Face Trainer's optim=adafactor: scale_parameter and relative_step "
+        "off, so train.lr and the schedule apply) or sgd (with train.momentum)",
+    )
+    momentum: float = Field(
+        default=0.0, ge=0, description="SGD's momentum (train.optimizer=sgd only; Hugging Face: optim_args)"
+    )
     head_lr: float | None = Field(
         default=None,
         gt=0,
@@ -77,15 +86,41 @@ class TrainSection(Section):
         "shared layers, projections, critics), on the same schedule; null: train.lr for every parameter",
     )
     weight_decay: float = Field(
-        default=0.0, ge=0, description="AdamW weight decay (never on biases and normalisation weights)"
+        default=0.0, ge=0, description="weight decay (never on biases and normalisation weights)"
     )
     adam_betas: tuple[float, float] = Field(
-        default=(0.9, 0.999), description="AdamW's (beta1, beta2); CAPT's Table 4 uses (0.9, 0.98)"
+        default=(0.9, 0.999), description="AdamW's / Adam's (beta1, beta2); CAPT's Table 4 uses (0.9, 0.98)"
     )
-    adam_epsilon: float = Field(default=1e-8, gt=0, description="AdamW's epsilon; CAPT's Table 4 uses 1e-6")
-    schedule: Literal["linear", "constant"] = Field(
-        default="linear", description="after the warmup: linear decay to 0, or constant"
+    adam_epsilon: float = Field(default=1e-8, gt=0, description="AdamW's / Adam's epsilon; CAPT's Table 4 uses 1e-6")
+    schedule: Literal["linear", "constant", "cosine", "polynomial", "warmup_stable_decay"] = Field(
+        default="linear",
+        description="after the warmup: linear decay to 0, constant, cosine (half a cosine to 0), polynomial "
+        "(to train.lr_end with train.power) or warmup_stable_decay (alias wsd: constant, then a decay over "
+        "train.decay_steps / decay_ratio); transformers' schedules of Hugging Face's lr_scheduler_type names",
     )
+    lr_end: float = Field(
+        default=1e-7, ge=0, description="the polynomial schedule's last learning rate (below train.lr)"
+    )
+    power: float = Field(default=1.0, gt=0, description="the polynomial schedule's power (1: linear to lr_end)")
+    decay_ratio: float = Field(
+        default=0.1, ge=0, le=1, description="warmup_stable_decay: share of the run's steps spent decaying"
+    )
+    decay_steps: int | None = Field(
+        default=None, ge=0, description="warmup_stable_decay: decay steps; wins over decay_ratio"
+    )
+    decay_type: Literal["cosine", "linear", "1-sqrt"] = Field(
+        default="cosine", description="warmup_stable_decay: the shape of the decay"
+    )
+    min_lr_ratio: float = Field(
+        default=0.0, ge=0, le=1, description="warmup_stable_decay: the last learning rate, as a share of train.lr"
+    )
+
+    @field_validator("schedule", mode="before")
+    @classmethod
+    def _wsd(cls, value):
+        """``wsd``: the short name of ``warmup_stable_decay``."""
+        return "warmup_stable_decay" if value == "wsd" else value
+
     warmup_ratio: float = Field(
         default=0.0, ge=0, le=1, description="share of the run's steps spent warming the learning rate up from 0"
     )
@@ -117,6 +152,12 @@ class TrainSection(Section):
         default=True,
         description="run BERT-family encoders on the real tokens of each batch, without its padding (same "
         "numbers and dropout masks as the padded forward, less work); other models always run padded",
+    )
+    gradient_checkpointing: bool = Field(
+        default=False,
+        description="recompute the encoder's activations in the backward pass (Hugging Face's "
+        "gradient_checkpointing, use_reentrant=false): less memory, about a third more time, the same "
+        "gradients; BERT-family encoders then take the padded forward (train.unpad does not apply)",
     )
     compile: bool = Field(
         default=False,
@@ -183,6 +224,18 @@ class TrainSection(Section):
     def _needs_a_length(self) -> TrainSection:
         if self.max_steps is None and self.epochs is None:
             raise ValueError("set train.max_steps or train.epochs")
+        return self
+
+    @model_validator(mode="after")
+    def _schedule_fits(self) -> TrainSection:
+        """What the schedules refuse at the start of training, said before any model loads."""
+        if self.schedule == "polynomial" and self.lr_end >= self.lr:
+            raise ValueError(f"train.lr_end ({self.lr_end}) must be below train.lr ({self.lr}) for the polynomial "
+                             "schedule")
+        ratios = self.warmup_steps is None and self.decay_steps is None
+        if self.schedule == "warmup_stable_decay" and ratios and self.warmup_ratio + self.decay_ratio > 1:
+            raise ValueError(f"train.warmup_ratio ({self.warmup_ratio}) + train.decay_ratio ({self.decay_ratio}) "
+                             "are more than the whole run")
         return self
 
 

@@ -34,6 +34,14 @@ HF_NAMES: dict[str, tuple[str, str]] = {
     "save_total_limit": ("train.keep_last", ""),
     "gradient_accumulation_steps": ("train.grad_accumulation", ""),
     "lr_scheduler_type": ("train.schedule", ""),
+    "lr_scheduler_kwargs": (
+        "train.schedule",
+        "its settings are keys of their own: train.power, train.lr_end (polynomial); train.decay_steps, "
+        "train.decay_type, train.min_lr_ratio (warmup_stable_decay)",
+    ),
+    "optim": ("train.optimizer", "adamw, adam, adafactor or sgd"),
+    "optim_args": ("train.momentum", "SGD's momentum; Adam's betas and epsilon: train.adam_betas, train.adam_epsilon"),
+    "gradient_checkpointing": ("train.gradient_checkpointing", ""),
     "per_device_train_batch_size": ("train.batch_size", GLOBAL_BATCH),
     "per_device_eval_batch_size": ("eval.batch_size", ""),
     "warmup_ratio": ("train.warmup_ratio", ""),

@@ -35,6 +35,7 @@ SAFE_RESUME_KEYS = frozenset(
         "train.eval_at_start",
         "train.unpad",  # the packed forward computes the padded one's numbers, with the same dropout masks
         "train.compile",  # the compiled encoder computes the same numbers
+        "train.gradient_checkpointing",  # recomputed activations (and dropout masks): the same gradients
         "train.early_stopping_patience",
         "eval.batch_size",
     }

@@ -70,7 +70,7 @@ from contrastext.training.grad_cache import check_cache_chunk, trainer_step
 from contrastext.training.logging import RunLogger
 from contrastext.training.method import Method, total_loss
 from contrastext.training.resume_check import check_resume_config
-from contrastext.training.schedules import build_optimizer, build_scheduler, resolve_warmup_steps
+from contrastext.training.schedules import optimizer_from_config, scheduler_from_config
 
 logger = logging.getLogger("contrastext.training")
 Evaluator = Callable[[Method], dict[str, float]]
@@ -166,18 +166,41 @@ def check_output_dir_is_free(config: TrainConfig) -> None:
         )
 
 
-def apply_speed_settings(method: Method, unpad: bool, compile: bool) -> None:
-    """``train.unpad`` and ``train.compile`` applied to the method's encoder.
+def apply_speed_settings(method: Method, unpad: bool, compile: bool, gradient_checkpointing: bool = False) -> None:
+    """``train.unpad``, ``train.compile`` and ``train.gradient_checkpointing`` applied to the method's encoder.
 
     ``unpad`` sets the encoder's ``unpad`` switch (a ``TextEncoder``'s packed forward; an encoder without the
     switch is left as it is); ``compile`` compiles the encoder in place (``nn.Module.compile``: attributes,
-    ``state_dict`` and ``save`` unchanged) with dynamic shapes, since every batch has its own length.
+    ``state_dict`` and ``save`` unchanged) with dynamic shapes, since every batch has its own length;
+    ``gradient_checkpointing`` turns on the backbone's (:func:`enable_gradient_checkpointing`) before that.
     """
     encoder = method.encoder
     if hasattr(encoder, "unpad"):
         encoder.unpad = unpad
+    if gradient_checkpointing:
+        enable_gradient_checkpointing(encoder)
+        if unpad and hasattr(encoder, "unpad"):
+            logger.info("train.gradient_checkpointing: the encoder takes the padded forward (train.unpad does "
+                        "not apply with gradient checkpointing)")
     if compile:
         encoder.compile(dynamic=True)
+
+
+def enable_gradient_checkpointing(encoder: torch.nn.Module) -> None:
+    """Hugging Face's gradient checkpointing on the encoder's ``backbone`` (or on the encoder itself when it is a
+    transformers model), non-reentrant as Hugging Face's Trainer now defaults; a ConfigError naming
+    ``train.gradient_checkpointing`` when the model has none."""
+    backbone = getattr(encoder, "backbone", encoder)
+    if not getattr(backbone, "supports_gradient_checkpointing", False):
+        raise ConfigError(
+            f"train.gradient_checkpointing: {type(backbone).__name__} does not support gradient checkpointing; "
+            "leave it false for this model"
+        )
+    enable = getattr(backbone, "activation_checkpointing_enable", None)  # transformers >= 5.x's name
+    if enable is not None:
+        enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 def check_resume_matches(config: TrainConfig) -> None:
@@ -307,12 +330,9 @@ class Trainer:
         total_steps = self.total_steps()
         method = self.method
         method.train()
-        apply_speed_settings(method, train.unpad, train.compile)
-        optimizer = build_optimizer(
-            method, train.lr, train.weight_decay, train.adam_betas, train.adam_epsilon, head_lr=train.head_lr
-        )
-        warmup = resolve_warmup_steps(total_steps, train.warmup_ratio, train.warmup_steps)
-        scheduler = build_scheduler(optimizer, train.schedule, total_steps, warmup)
+        apply_speed_settings(method, train.unpad, train.compile, train.gradient_checkpointing)
+        optimizer = optimizer_from_config(method, train)
+        scheduler = scheduler_from_config(optimizer, train, total_steps)
         model, optimizer = accelerator.prepare(method, optimizer)
         method = accelerator.unwrap_model(model)
         run_log = RunLogger(

@@ -74,6 +74,10 @@ def test_unknown_key_names_key_and_file(recipe):
         ("train.save_total_limit=2", "did you mean train.keep_last?"),
         ("train.gradient_accumulation_steps=4", "did you mean train.grad_accumulation?"),
         ("train.lr_scheduler_type=linear", "did you mean train.schedule?"),
+        ("optim=adafactor", "did you mean train.optimizer? (adamw, adam, adafactor or sgd)"),
+        ("train.optim_args=momentum=0.9", "did you mean train.momentum? (SGD's momentum;"),
+        ("gradient_checkpointing=true", "did you mean train.gradient_checkpointing?"),
+        ("train.lr_scheduler_kwargs={power: 2}", "did you mean train.schedule? (its settings are keys of their own"),
         ("train.per_device_train_batch_size=8", "did you mean train.batch_size? (ours is the global batch"),
         ("train.max_grad_norm=1.0", "did you mean train.grad_clip?"),
         ("train.eval_steps=50", "did you mean train.eval_every?"),
@@ -133,6 +137,22 @@ def test_every_hugging_face_name_is_theirs_and_maps_to_one_of_our_keys():
     for name, (key, _) in HF_NAMES.items():
         assert name in theirs or name == "max_seq_length", name
         assert key in ours, (name, key)
+
+
+def test_schedule_optimizer_and_checkpointing_keys(recipe):
+    config = load_config(recipe, ["train.schedule=polynomial", "train.power=2", "train.lr_end=0",
+                                  "train.optimizer=sgd", "train.momentum=0.9", "train.gradient_checkpointing=true"])
+    train = config.train
+    assert (train.schedule, train.power, train.lr_end) == ("polynomial", 2.0, 0.0)
+    assert (train.optimizer, train.momentum, train.gradient_checkpointing) == ("sgd", 0.9, True)
+    assert load_config(recipe, ["train.schedule=wsd"]).train.schedule == "warmup_stable_decay"
+    defaults = load_config(recipe).train
+    assert (defaults.schedule, defaults.optimizer, defaults.gradient_checkpointing) == ("linear", "adamw", False)
+    assert (defaults.lr_end, defaults.power) == (1e-7, 1.0)  # Hugging Face's polynomial defaults
+    with pytest.raises(ConfigError, match=rf"--set train.optimizer \(over {recipe}\): train.optimizer: .*'adafactor'"):
+        load_config(recipe, ["train.optimizer=lion"])
+    with pytest.raises(ConfigError, match=r"train.schedule: .*'warmup_stable_decay'"):
+        load_config(recipe, ["train.schedule=cosine_with_restarts"])
 
 
 def test_wrong_type_names_key_and_file(recipe):

@@ -224,3 +224,55 @@ def test_every_evaluation_prints_one_line_and_the_world_size_is_said_and_recorde
         "eval step 4/4: score=0.2000 (best 0.2000 at step 4)",
     ]
     assert not [line for line in lines if line.startswith("world size")]  # said once per process
+
+
+def _tiny_bert_gradients(tiny_bert_path, checkpointing: bool):
+    """One backward pass of the tiny BERT TextEncoder (dropout off, train mode) with train.unpad on, and
+    train.gradient_checkpointing as given; returns (gradients by name, the encoder)."""
+    from types import SimpleNamespace
+
+    from contrastext.models.encoder import TextEncoder
+    from contrastext.training.trainer import apply_speed_settings
+
+    encoder = TextEncoder.from_pretrained(tiny_bert_path)
+    for module in encoder.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    apply_speed_settings(SimpleNamespace(encoder=encoder), unpad=True, compile=False,
+                         gradient_checkpointing=checkpointing)
+    encoder.train()
+    texts = ["a cat sleeps", "the green house by the slow river runs over", "dog", "small blue dogs run quickly"]
+    embedding = encoder(**encoder.tokenize(texts)).embedding
+    (embedding.square().sum() + embedding[0] @ embedding[1]).backward()
+    return {name: p.grad.clone() for name, p in encoder.named_parameters() if p.grad is not None}, encoder
+
+
+def test_gradient_checkpointing_gives_the_gradients_of_the_plain_run(tiny_bert_path, one_thread):
+    """train.gradient_checkpointing: Hugging Face's checkpointing on the backbone (non-reentrant), the packed
+    forward refused (it would not checkpoint), and the same gradients as without it (dropout off)."""
+    from contrastext.models.unpadded import unpadding_refusal
+
+    plain, plain_encoder = _tiny_bert_gradients(tiny_bert_path, checkpointing=False)
+    checkpointed, encoder = _tiny_bert_gradients(tiny_bert_path, checkpointing=True)
+    layers = encoder.backbone.encoder.layer
+    assert all(layer.gradient_checkpointing for layer in layers)
+    assert all(layer._gradient_checkpointing_func.keywords == {"use_reentrant": False} for layer in layers)
+    assert "gradient checkpointing is on" in unpadding_refusal(encoder.backbone)
+    assert unpadding_refusal(plain_encoder.backbone) is None
+    assert set(plain) == set(checkpointed) and len(plain) > 10
+    for name, gradient in plain.items():
+        torch.testing.assert_close(checkpointed[name], gradient, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_gradient_checkpointing_in_a_run_and_a_model_without_it(tmp_path, minilm_path, one_thread):
+    method = build(minilm_path)
+    config = make_config(tmp_path / "a", max_steps=2, save_every=None, gradient_checkpointing=True)
+    Trainer(method, sentences(), config).train()
+    assert all(layer.gradient_checkpointing for layer in method.encoder.backbone.encoder.layer)
+    assert math.isfinite(_losses(tmp_path / "a")[-1])
+
+    plain = build(minilm_path)
+    plain.encoder.backbone = torch.nn.Identity()  # no Hugging Face checkpointing to turn on
+    config = make_config(tmp_path / "b", max_steps=2, save_every=None, gradient_checkpointing=True)
+    with pytest.raises(ConfigError, match="train.gradient_checkpointing: Identity does not support"):
+        Trainer(plain, sentences(), config).train()
