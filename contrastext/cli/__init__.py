@@ -41,6 +41,7 @@ COMMAND_MODULES: dict[str, str] = {
     "plot": "plot_command",
     "compare": "compare_command",
     "demo": "demo_command",
+    "config": "config_command",
 }
 
 

@@ -37,7 +37,8 @@ unknown keys and wrongly typed values with an error naming the key and the file 
 it). `contrastext train RECIPE --set KEY=VALUE ...` overrides any key with a dotted name; the value is
 read as YAML. An unknown key gets a did-you-mean: a close spelling, the same name in another section, or
 the contrastext key of a Hugging Face Trainer / sentence-transformers name (their table comes after the
-`eval` keys).
+`eval` keys). `contrastext config show RECIPE --set KEY=VALUE ...` prints a run's effective config: every
+key, its value and where the value came from (the recipe, `--set`, the default).
 
 ## Rules
 

@@ -31,6 +31,28 @@ SET_HELP = (
     "train.max_steps given here sets the length even when the recipe sets train.epochs (and train.epochs "
     "given here wins over the recipe's train.max_steps). Every key: docs/CONFIG.md."
 )
+MAIN_KEYS: tuple[tuple[str, str], ...] = (
+    ("train.lr", "peak learning rate"),
+    ("train.batch_size", "global batch size (all processes together)"),
+    ("train.epochs / train.max_steps", "length of the run (max_steps wins; see docs/CONFIG.md)"),
+    ("train.schedule", "linear, constant, cosine, polynomial or warmup_stable_decay"),
+    ("train.warmup_ratio / train.warmup_steps", "learning-rate warmup"),
+    ("train.mixed_precision", "auto, no, fp16 or bf16"),
+    ("train.eval_every", "evaluate every N steps (and at the end)"),
+    ("output_dir", "where the run writes (or --output)"),
+)
+"""The keys ``train --help`` lists (the HF user's first knobs); each is checked to exist by the tests."""
+
+
+def main_keys_epilog() -> str:
+    """The epilog of ``train --help``: the main keys, and where every key is."""
+    rows = "\n".join(f"  {key}: {what}" for key, what in MAIN_KEYS)
+    return (
+        "Main keys (set with --set KEY=VALUE):\n\n" + rows + "\n\n"
+        "Every key with its value and origin: contrastext config show RECIPE \\[--set ...]; all keys: docs/CONFIG.md."
+    )
+
+
 SET_FLAG = "--set"
 OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)*=")  # KEY=... with a dotted key
 
@@ -95,16 +117,21 @@ def print_summary(summary: dict) -> None:
             typer.echo(f"{key.replace('_', ' ')}: {summary[key]}")
 
 
-@app.command("train", cls=SetValuesCommand)
+# The arguments `train` and `config show` share.
+RecipeArgument = Annotated[
+    Path, typer.Argument(help="Recipe YAML file, or the name of a shipped recipe (simcse-unsup, scl, gd, ...).")
+]
+SetOption = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]
+OutputOption = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Output folder; replaces the recipe's output_dir.")
+]
+
+
+@app.command("train", cls=SetValuesCommand, epilog=main_keys_epilog())
 def train_command(
-    recipe: Annotated[
-        Path,
-        typer.Argument(help="Recipe YAML file, or the name of a shipped recipe (simcse-unsup, scl, gd, ...)."),
-    ],
-    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Output folder; replaces the recipe's output_dir.")
-    ] = None,
+    recipe: RecipeArgument,
+    overrides: SetOption = None,
+    output: OutputOption = None,
     resume: Annotated[
         bool,
         typer.Option(
