@@ -38,7 +38,7 @@ MAIN_KEYS: tuple[tuple[str, str], ...] = (
     ("train.schedule", "linear, constant, cosine, polynomial or warmup_stable_decay"),
     ("train.warmup_ratio / train.warmup_steps", "learning-rate warmup"),
     ("train.mixed_precision", "auto, no, fp16 or bf16"),
-    ("train.eval_every", "evaluate every N steps (and at the end)"),
+    ("train.eval_every", "evaluate every N steps, or epoch (and always at the end)"),
     ("output_dir", "where the run writes (or --output)"),
 )
 """The keys ``train --help`` lists (the HF user's first knobs); each is checked to exist by the tests."""

@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -165,16 +165,29 @@ class TrainSection(Section):
         "than it saved in short runs (see BENCHMARKS.md)",
     )
     seed: int | None = Field(default=None, ge=0, description="data order, views, dropout; default: seed")
-    eval_every: int | None = Field(
-        default=None, gt=0, description="evaluate every N optimiser steps (and always at the last step)"
+    eval_every: Annotated[int, Field(gt=0)] | Literal["epoch"] | None = Field(
+        default=None,
+        description="evaluate every N optimiser steps, or `epoch`: at the end of every epoch (the step that takes "
+        "an epoch's last batch); always at the last step",
     )
     eval_at_start: bool = Field(default=False, description="evaluate the starting weights, logged at step 0")
     overwrite: bool = Field(
         default=False, description="a fresh run may replace the run already in output_dir (else an error)"
     )
-    save_every: int | None = Field(
-        default=None, gt=0, description="checkpoint every N steps (and always at the last step and on a stop)"
+    save_every: Annotated[int, Field(gt=0)] | Literal["epoch"] | None = Field(
+        default=None,
+        description="checkpoint every N steps, or `epoch`: at the end of every epoch (as eval_every); always at the "
+        "last step and on a stop",
     )
+
+    @field_validator("eval_every", "save_every", mode="before")
+    @classmethod
+    def _steps_or_epoch(cls, value):
+        """One message for a word other than ``epoch`` (instead of one per member of the union)."""
+        if isinstance(value, str) and value != "epoch" and not value.strip().isdigit():
+            raise ValueError("expected a number of steps or `epoch`")
+        return value
+
     log_every: int = Field(default=10, gt=0, description="write a train_log.jsonl record every N steps")
     metric_for_best: str | None = Field(
         default=None,

@@ -10,6 +10,8 @@ each process collates its slice). For every micro-batch the trainer
 then clips the gradient norm, steps AdamW and the schedule, calls ``method.after_step()``, logs, evaluates
 every ``eval_every`` steps (keeping the best weights by ``metric_for_best``, stopping early after
 ``early_stopping_patience`` evaluations without improvement) and checkpoints every ``save_every`` steps.
+``eval_every`` / ``save_every`` set to ``epoch``: at the end of every epoch instead, i.e. the optimiser step
+whose micro-batches take an epoch's last batch (:meth:`Trainer._epoch_ended`).
 
 What the main process prints (above the progress bar, with ``tqdm.write``): ``world size N (backend, device)``
 once per process (the first training of the process), and one line per evaluation, e.g.
@@ -139,6 +141,8 @@ class _Run:
     stream: Iterator[tuple[int, int, list[int]]] | None = None
     skipped_nonfinite: int = 0  # steps dropped under train.on_nonfinite=skip
     headline_best: tuple[int, float] | None = None  # (step, value) of the printed metric without metric_for_best
+    epochs_done: int = 0  # epochs whose last batch has been trained on
+    epoch_ended: bool = False  # the step just taken finished an epoch (eval_every / save_every = epoch)
 
     def __post_init__(self) -> None:
         self.best_folder = self.result.output_dir / "best"
@@ -297,6 +301,7 @@ class Trainer:
             run.state.step += 1
             run.state.samples_seen += samples
             run.method.after_step()
+            run.epoch_ended = self._epoch_ended(run)
             window.add(parts, samples)
             progress.update(1)
             rate = window.rate()  # before evaluation and checkpointing
@@ -351,7 +356,31 @@ class Trainer:
                              world_size=accelerator.num_processes)
         run = _Run(accelerator, model, method, optimizer, scheduler, run_log, state, result, total_steps)
         run.stream = self._stream(state.epoch, state.batch_index)
+        if self._by_epoch():
+            run.epochs_done = self._completed_epochs(state)
         return run
+
+    def _by_epoch(self) -> bool:
+        return "epoch" in (self.config.train.eval_every, self.config.train.save_every)
+
+    def _completed_epochs(self, state: TrainerState) -> int:
+        """Epochs whose last batch has been trained on, from the position of the next batch."""
+        finished = state.batch_index >= len(self.batch_sampler.batches(state.epoch))
+        return state.epoch + (1 if finished else 0)
+
+    def _epoch_ended(self, run: _Run) -> bool:
+        """Whether the step just taken finished an epoch (only worked out when ``epoch`` cadences ask for it)."""
+        if not self._by_epoch():
+            return False
+        done = self._completed_epochs(run.state)
+        ended, run.epochs_done = done > run.epochs_done, done
+        return ended
+
+    def _due(self, every: int | str | None, run: _Run) -> bool:
+        """An ``eval_every`` / ``save_every`` cadence: every N steps, or ``epoch``: the step that ended one."""
+        if every == "epoch":
+            return run.epoch_ended
+        return bool(every) and run.state.step % every == 0
 
     def _evaluate_start(self, run: _Run) -> None:
         """With ``train.eval_at_start``, the starting point for the curves: logged at step 0, never a
@@ -366,9 +395,9 @@ class Trainer:
             tqdm.write("step 0 (start): " + ", ".join(f"{k}={v:.4f}" for k, v in start_metrics.items()))
 
     def _evaluate_if_due(self, run: _Run) -> dict[str, float]:
-        """Evaluate every ``eval_every`` steps and at the last step; export the weights when they are best."""
+        """Evaluate every ``eval_every`` steps (or epoch) and at the last step; export the weights when best."""
         train = self.config.train
-        due = (train.eval_every and run.state.step % train.eval_every == 0) or run.is_last
+        due = self._due(train.eval_every, run) or run.is_last
         if self.evaluator is None or not due:
             return {}
         metrics = self._evaluate(run.method, run.accelerator)
@@ -420,9 +449,9 @@ class Trainer:
         return True
 
     def _checkpoint_if_due(self, run: _Run) -> bool:
-        """Save a checkpoint every ``save_every`` steps, at the last step and on an early stop."""
+        """Save a checkpoint every ``save_every`` steps (or epoch), at the last step and on an early stop."""
         train, state = self.config.train, run.state
-        if not ((train.save_every and state.step % train.save_every == 0) or run.is_last or state.stopped_early):
+        if not (self._due(train.save_every, run) or run.is_last or state.stopped_early):
             return False
         run.accelerator.wait_for_everyone()
         check_finite_weights(run.method, state.step, "the checkpoint")

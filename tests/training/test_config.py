@@ -155,6 +155,18 @@ def test_schedule_optimizer_and_checkpointing_keys(recipe):
         load_config(recipe, ["train.schedule=cosine_with_restarts"])
 
 
+def test_eval_every_and_save_every_take_steps_or_epoch(recipe):
+    config = load_config(recipe, ["train.eval_every=epoch", "train.save_every=50"])
+    assert (config.train.eval_every, config.train.save_every) == ("epoch", 50)
+    assert load_config(recipe, ["train.save_every=epoch"]).train.save_every == "epoch"
+    with pytest.raises(ConfigError) as caught:
+        load_config(recipe, ["train.eval_every=epochs"])
+    assert str(caught.value) == (f"--set train.eval_every (over {recipe}): train.eval_every: Value error, expected a "
+                                 "number of steps or `epoch` (got 'epochs')")
+    with pytest.raises(ConfigError, match="train.save_every"):
+        load_config(recipe, ["train.save_every=0"])
+
+
 def test_wrong_type_names_key_and_file(recipe):
     recipe.write_text(RECIPE.replace("max_length: 32", "max_length: long"))
     with pytest.raises(ConfigError, match=rf"{recipe}: data.max_length: .*'long'"):

@@ -276,3 +276,20 @@ def test_gradient_checkpointing_in_a_run_and_a_model_without_it(tmp_path, minilm
     config = make_config(tmp_path / "b", max_steps=2, save_every=None, gradient_checkpointing=True)
     with pytest.raises(ConfigError, match="train.gradient_checkpointing: Identity does not support"):
         Trainer(plain, sentences(), config).train()
+
+
+def test_eval_every_and_save_every_epoch_act_at_the_step_that_ends_an_epoch(tmp_path, minilm_path, one_thread):
+    """40 examples in batches of 8: 5 batches an epoch, 2 micro-batches a step, so epochs end within steps 3, 5
+    (2.5 steps an epoch), 8 and 10; evaluation and checkpoints follow, and the last step as always."""
+    steps = []
+
+    def evaluator(method):
+        steps.append(len(steps))
+        return {"score": 0.5}
+
+    config = make_config(tmp_path, max_steps=11, eval_every="epoch", save_every="epoch", keep_last=10)
+    Trainer(build(minilm_path), sentences(), config, evaluator=evaluator).train()
+    records = read_log(tmp_path / "train_log.jsonl")
+    assert [record["step"] for record in records if "eval/score" in record] == [3, 5, 8, 10, 11]
+    saved = sorted(folder.name for folder in (tmp_path / "checkpoints").glob("step-*"))
+    assert saved == [f"step-{step:06d}" for step in (3, 5, 8, 10, 11)]
