@@ -8,6 +8,10 @@ on a GLUE task (``method_args.finetune_task``, e.g. sst2 or rte), once per fine-
 ``<output_dir>/finetune-<task>/seed-<s>``), and report the median (or mean: ``finetune_aggregate``) of their
 dev metrics as ``finetune_<task>_<split>_<metric>``. ``<output_dir>/metrics.json`` holds both stages.
 
+The run's size reaches both stages: ``--set train.max_steps`` (or ``train.epochs``), ``data.limit`` and
+``eval.limit`` set the pre-training and every fine-tuning, unless ``method_args.finetune_steps`` /
+``finetune_limit`` / ``finetune_eval_limit`` are given with ``--set`` too (then the fine-tunings keep those).
+
 Example::
 
     >>> config = load_config(recipe_path("capt"), ["train.max_steps=3", "data.limit=64"])
@@ -30,6 +34,7 @@ from contrastext.runs.classification import head_evaluator
 from contrastext.runs.data import USER_DATA_CLEARED, load_classification_data, load_training_examples
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
+from contrastext.runs.plan import StagePlan
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
     NO_EVAL_OR_SAVE,
@@ -38,6 +43,8 @@ from contrastext.runs.stages import (
     run_training,
     seeded_build,
     stage_config,
+    stage_length,
+    stage_limit,
     write_summary,
 )
 from contrastext.runtime.seeding import set_seed
@@ -96,13 +103,17 @@ def build(config: TrainConfig, args: CAPTArgs, data_root: Path | None) -> Method
 
 def finetune_config(config: TrainConfig, args: CAPTArgs, seed: int | None = None) -> TrainConfig:
     """One fine-tuning run's config: ``finetune_*`` settings, the task's dev split, and its own output folder
-    ``finetune-<task>/seed-<seed>/`` with ``seed`` as its top-level and training seed (head, order, dropout)."""
+    ``finetune-<task>/seed-<seed>/`` with ``seed`` as its top-level and training seed (head, order, dropout).
+
+    The run's size given with ``--set`` reaches it: ``train.max_steps`` / ``train.epochs`` replace
+    ``finetune_steps``, ``data.limit`` ``finetune_limit`` and ``eval.limit`` ``finetune_eval_limit``, unless that
+    ``method_args.finetune_*`` key is given with ``--set`` too (:func:`~contrastext.runs.stages.stage_length`)."""
     task = args.finetune_task.partition(":")[0]
     seed = config.seed if seed is None else seed
     train = {
         "seed": seed,
         **NO_EVAL_OR_SAVE,
-        "max_steps": args.finetune_steps,
+        **stage_length(config, {"max_steps": args.finetune_steps}, "finetune_steps"),
         "lr": args.finetune_lr,
         "batch_size": args.finetune_batch_size,
         "drop_last": False,
@@ -111,9 +122,11 @@ def finetune_config(config: TrainConfig, args: CAPTArgs, seed: int | None = None
         "metric_for_best": "score",
         "greater_is_better": True,
     }
-    data = {"task": args.finetune_task, "limit": args.finetune_limit, "few_shot": None, "label_noise": 0.0,
+    limit = stage_limit(config, "finetune_limit", args.finetune_limit, "data.limit")
+    data = {"task": args.finetune_task, "limit": limit, "few_shot": None, "label_noise": 0.0,
             **USER_DATA_CLEARED}  # the pre-training file (data.path / data.dataset) is not the fine-tuning task
-    evaluation = {"tasks": [f"{task}:dev"], "limit": args.finetune_eval_limit}
+    eval_limit = stage_limit(config, "finetune_eval_limit", args.finetune_eval_limit, "eval.limit")
+    evaluation = {"tasks": [f"{task}:dev"], "limit": eval_limit}
     return stage_config(config, f"finetune-{task}/seed-{seed}", train=train, data=data, eval=evaluation, seed=seed)
 
 
@@ -189,4 +202,14 @@ def run(config: TrainConfig, args: CAPTArgs, data_root: Path | None, resume: boo
     return summary
 
 
-SPEC = RunSpec(name="capt", args_model=CAPTArgs, build=build, run=run)
+def plan(config: TrainConfig, args: CAPTArgs) -> list[StagePlan]:
+    """Pre-training, then (with ``finetune_task``) one fine-tuning per seed of :func:`finetune_seeds`."""
+    stages = [StagePlan("pretrain", stage_config(config, "pretrain"), (config.seed,))]
+    if args.finetune_task:
+        task = args.finetune_task.partition(":")[0]
+        seeds = tuple(finetune_seeds(config, args))
+        stages.append(StagePlan(f"finetune-{task}", finetune_config(config, args, seeds[0]), seeds))
+    return stages
+
+
+SPEC = RunSpec(name="capt", args_model=CAPTArgs, build=build, run=run, plan=plan)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contrastext.methods.mnrl import MNRLArgs
+from contrastext.runs.plan import StagePlan, single_stage
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.simcse import build_simcse
 from contrastext.runs.stages import MethodBundle
@@ -31,4 +32,10 @@ def build(config: TrainConfig, args: MNRLArgs, data_root: Path | None) -> Method
     return build_simcse(config, args, data_root, supervised=True, default_task=DEFAULT_TASK)
 
 
-SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build)
+def plan(config: TrainConfig, args: MNRLArgs) -> list[StagePlan]:
+    """One stage, on the user's data or the default task."""
+    data = config.data
+    return single_stage(config, source=None if data.path or data.dataset or data.task else DEFAULT_TASK)
+
+
+SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan)

@@ -3,7 +3,9 @@
 The run (the report's final protocol, §5.1): the tasks' data (:func:`~contrastext.runs.data.load_multitask_data`),
 the SimCSE pre-step (``method_args.simcse``: SUPERVISED SimCSE on the ``simcse_task`` NLI triplets by default,
 in ``<output_dir>/simcse-prestep``; ``unsupervised`` on the distinct training sentences of all tasks;
-``none``), then multi-task training with the task sampler (one task per batch ordered by
+``none``; its length is ``simcse_steps`` / ``simcse_epochs``, or the run's ``train.max_steps`` /
+``train.epochs`` given with ``--set`` when neither of those is; ``data.limit`` cuts its triplets too),
+then multi-task training with the task sampler (one task per batch ordered by
 ``data.task_sampling``, see :func:`batch_sampler`; every task in each batch with PCGrad).
 
 Evaluation: ``<task>_dev_<metric>`` of every task's head (accuracy / F1 / MCC for class tasks, Spearman /
@@ -36,6 +38,7 @@ from contrastext.methods.simcse import SimCSE
 from contrastext.objectives.registry import make_objective
 from contrastext.runs.data import apply_limit, load_multitask_data
 from contrastext.runs.encoders import build_encoder
+from contrastext.runs.plan import StagePlan, limit_note
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
     NO_EVAL_OR_SAVE,
@@ -43,6 +46,7 @@ from contrastext.runs.stages import (
     run_training,
     seeded_build,
     stage_config,
+    stage_length,
 )
 from contrastext.training.config import TrainConfig
 from contrastext.training.trainer import Trainer
@@ -87,7 +91,8 @@ def build(config: TrainConfig, args: MultitaskArgs, data_root: Path | None) -> M
     evaluator = make_evaluator(sets, "head", batch_size=config.eval.batch_size, overall=overall_scores(sets))
     simcse = {"mode": args.simcse}
     if args.simcse != "none":
-        simcse.update(steps=args.simcse_steps, epochs=None if args.simcse_steps else args.simcse_epochs,
+        length = prestep_length(config, args)
+        simcse.update(steps=length["max_steps"], epochs=length["epochs"],
                       lr=args.simcse_lr, batch_size=args.simcse_batch_size, temperature=args.simcse_temperature)
     description = {"tasks": data.description, "sampling": schedule, "simcse": simcse}
     return MethodBundle(method, data.train, evaluator, final_report=lambda _method: description, batch_sampler=sampler)
@@ -189,20 +194,34 @@ def prestep_examples(config: TrainConfig, args: MultitaskArgs, data_root: Path |
     return rows, str(data.path)
 
 
-def simcse_prestep(config: TrainConfig, args: MultitaskArgs, encoder, examples: Sequence[Example], resume: bool) -> None:
-    """SimCSE on ``examples`` (triplets: supervised, Eq. 5 with the contradiction as hard negative; sentences:
-    dropout twins), the encoder trained in place, for ``simcse_steps`` or ``simcse_epochs``."""
-    length = {"max_steps": args.simcse_steps} if args.simcse_steps else {"epochs": args.simcse_epochs, "max_steps": None}
+def prestep_length(config: TrainConfig, args: MultitaskArgs) -> dict:
+    """The pre-step's ``{"max_steps", "epochs"}``: ``simcse_steps``, else ``simcse_epochs``; but the run's
+    ``train.max_steps`` / ``train.epochs`` given with ``--set`` when neither ``method_args.simcse_steps`` nor
+    ``method_args.simcse_epochs`` is (:func:`~contrastext.runs.stages.stage_length`)."""
+    own = ({"max_steps": args.simcse_steps, "epochs": None} if args.simcse_steps
+           else {"epochs": args.simcse_epochs, "max_steps": None})
+    return stage_length(config, own, "simcse_steps", "simcse_epochs")
+
+
+def prestep_config(config: TrainConfig, args: MultitaskArgs) -> TrainConfig:
+    """The pre-step's config: its own lr, batch size and length (:func:`prestep_length`), no evaluation, in
+    ``<output_dir>/simcse-prestep``; ``data.limit`` is the run's (:func:`prestep_examples`)."""
     train = {
         **NO_EVAL_OR_SAVE,
-        **length,
+        **prestep_length(config, args),
         "lr": args.simcse_lr,
         "head_lr": None,  # the pre-step has its own lr for every parameter
         "batch_size": args.simcse_batch_size,
         "warmup_ratio": 0.0,
         "warmup_steps": None,
     }
-    pre_config = stage_config(config, "simcse-prestep", train=train)
+    return stage_config(config, "simcse-prestep", train=train)
+
+
+def simcse_prestep(config: TrainConfig, args: MultitaskArgs, encoder, examples: Sequence[Example], resume: bool) -> None:
+    """SimCSE on ``examples`` (triplets: supervised, Eq. 5 with the contradiction as hard negative; sentences:
+    dropout twins), the encoder trained in place, for :func:`prestep_length`."""
+    pre_config = prestep_config(config, args)
     supervised = args.simcse == "supervised"
     method = SimCSE(encoder, make_objective("infonce", temperature=args.simcse_temperature), supervised=supervised,
                     gather=False)
@@ -219,4 +238,16 @@ def run(config: TrainConfig, args: MultitaskArgs, data_root: Path | None, resume
     return run_training(config, bundle, resume=resume)
 
 
-SPEC = RunSpec(name="multitask", args_model=MultitaskArgs, build=build, run=run)
+def plan(config: TrainConfig, args: MultitaskArgs) -> list[StagePlan]:
+    """(The SimCSE pre-step,) then the multi-task training, evaluated on each task's dev rows."""
+    stages = []
+    if args.simcse != "none":
+        unsupervised = "the distinct texts of the multi-task training rows" if args.simcse == "unsupervised" else None
+        stages.append(StagePlan("simcse-prestep", prestep_config(config, args), (config.seed,),
+                                source=args.simcse_task, examples=unsupervised, evaluation="no evaluation"))
+    evaluation = f"eval each task's dev rows{limit_note(config)}"
+    stages.append(StagePlan("multitask", config, (config.seed,), evaluation=evaluation))
+    return stages
+
+
+SPEC = RunSpec(name="multitask", args_model=MultitaskArgs, build=build, run=run, plan=plan)

@@ -11,7 +11,9 @@ others anything.
 - ``build(config, args, data_root) -> MethodBundle``: the method, its training examples, an evaluator and an
   optional final report (:mod:`contrastext.runs.stages`);
 - ``run(config, args, data_root, resume) -> dict`` (optional): protocols of more than one stage (several
-  seeds, pre-train then fine-tune, a pre-step) call :func:`~contrastext.runs.stages.run_training` per stage.
+  seeds, pre-train then fine-tune, a pre-step) call :func:`~contrastext.runs.stages.run_training` per stage;
+- ``plan(config, args) -> list[StagePlan]`` (optional; default one stage): the stages that :func:`run_recipe`
+  prints before it runs them (:mod:`contrastext.runs.plan`).
 
 Example::
 
@@ -30,6 +32,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from contrastext.errors import UnknownNameError
+from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
 from contrastext.training.config import TrainConfig
 from contrastext.training.trainer import check_output_dir_is_free, check_resume_matches
@@ -55,6 +58,7 @@ class RunSpec:
     args_model: type[BaseModel]
     build: Callable[..., MethodBundle]
     run: Callable[..., dict] | None = None
+    plan: Callable[..., list[StagePlan]] | None = None  # (config, args) -> the stages; default: one stage
 
 
 def method_names() -> list[str]:
@@ -86,7 +90,8 @@ def parse_method_args(spec: RunSpec, config: TrainConfig) -> BaseModel:
 
 
 def run_recipe(config: TrainConfig, data_root: Path | None = None, resume: bool = False) -> dict:
-    """Validate ``method_args`` and run the recipe: the method's own ``run`` or one stage.
+    """Validate ``method_args``, print the run's plan (:mod:`contrastext.runs.plan`) and run the recipe: the
+    method's own ``run`` or one stage.
 
     ``data_root`` None means ``$CONTRASTEXT_DATA`` (see :func:`contrastext.data.root.resolve_data_root`).
     """
@@ -96,6 +101,7 @@ def run_recipe(config: TrainConfig, data_root: Path | None = None, resume: bool 
         check_resume_matches(config)  # before any model is loaded
     else:
         check_output_dir_is_free(config)  # before any model is loaded or anything is written
+    print_plan(spec.plan(config, args) if spec.plan is not None else single_stage(config))
     if spec.run is not None:
         return spec.run(config, args, data_root, resume)
     return run_training(config, seeded_build(spec.build, config, args, data_root), resume=resume)

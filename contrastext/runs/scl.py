@@ -16,6 +16,8 @@ The protocol (§4.1), each part a ``method_args`` key whose default is the paper
   with the best validation ``report_metric``; beside it the plain mean ± std over all draws. Full-data runs
   (no ``data.few_shot``) default to ``top_k`` = 1: "pick the top model out of 10 seeds based on validation
   accuracy and report its corresponding test accuracy".
+- **Size**: every draw is a copy of the run's config, so ``train.max_steps`` / ``train.epochs`` / ``data.limit``
+  / ``eval.limit`` (recipe or ``--set``) reach each of them; the number of draws is ``seeds``'s.
 
 ``<output_dir>/summary.json``: ``paper_figure`` (top-k), ``all_draws`` (plain mean ± std of the same
 metric), ``summary`` (every metric's per-draw values, mean and std), ``metrics`` / ``metrics_std`` (means and
@@ -46,6 +48,7 @@ from contrastext.runs.data import (
     split_validation_test,
     task_and_splits,
 )
+from contrastext.runs.plan import StagePlan, evaluation_text
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
     MethodBundle,
@@ -237,4 +240,13 @@ def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool
     return payload
 
 
-SPEC = RunSpec(name="scl", args_model=SCLArgs, build=build, run=run)
+def plan(config: TrainConfig, args: SCLArgs) -> list[StagePlan]:
+    """One training per seed of ``method_args.seeds``, each with the run's length and limits."""
+    seeds = tuple(args.seeds or [config.seed])
+    evaluation = evaluation_text(config)
+    if args.protocol == "validation_test" and config.eval.tasks:
+        evaluation += ", split into validation and test"
+    return [StagePlan("seed-<s>", seed_config(config, seeds[0]), seeds, evaluation=evaluation)]
+
+
+SPEC = RunSpec(name="scl", args_model=SCLArgs, build=build, run=run, plan=plan)

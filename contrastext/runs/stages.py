@@ -82,6 +82,43 @@ def stage_config(
     return config.model_copy(update=update)
 
 
+# The run's size: given with --set, each reaches every stage of a multi-stage recipe (CAPT's fine-tunings,
+# multitask's SimCSE pre-step, SCL's seeds), unless the stage's own key (method_args.finetune_steps, ...) is
+# given with --set too. A stage's own key from the recipe file gives way to the run's key from --set.
+RUN_SIZE_KEYS = ("train.max_steps", "train.epochs", "data.limit", "eval.limit")
+
+
+def run_length(config: TrainConfig) -> dict[str, Any] | None:
+    """The run's length when ``train.max_steps`` or ``train.epochs`` came from ``--set``, as a stage's ``train``
+    update (``{"max_steps": n, "epochs": None}`` or ``{"epochs": e, "max_steps": None}``, the one that
+    :attr:`TrainConfig.length_from` says decides); None when neither came from ``--set``."""
+    given = config.overridden_keys
+    if "train.max_steps" not in given and "train.epochs" not in given:
+        return None
+    if config.length_from == "max_steps":
+        return {"max_steps": config.train.max_steps, "epochs": None}
+    return {"epochs": config.train.epochs, "max_steps": None}
+
+
+def stage_length(config: TrainConfig, own: dict[str, Any], *own_keys: str) -> dict[str, Any]:
+    """A stage's length: ``own`` (its ``train`` update from ``method_args.<own_keys>``), unless the run's length
+    came from ``--set`` (:func:`run_length`) and none of ``method_args.<own_keys>`` did."""
+    run = run_length(config)
+    if run is None or any(f"method_args.{key}" in config.overridden_keys for key in own_keys):
+        return own
+    return run
+
+
+def stage_limit(config: TrainConfig, own_key: str, own_value: int | None, run_key: str) -> int | None:
+    """A stage's row limit: ``own_value`` (``method_args.<own_key>``), unless ``run_key`` (``data.limit`` or
+    ``eval.limit``) came from ``--set`` and ``method_args.<own_key>`` did not: then the run's value."""
+    given = config.overridden_keys
+    if f"method_args.{own_key}" in given or run_key not in given:
+        return own_value
+    section, _, name = run_key.partition(".")
+    return getattr(getattr(config, section), name)
+
+
 def seeded_build(build: Callable[..., MethodBundle], config: TrainConfig, args, data_root: Path | None) -> MethodBundle:
     """``build(config, args, data_root)`` after seeding with the run's seed, so the parameters a method
     initialises when it is built (projection MLPs, heads, critics, memory banks) are the same for the same seed."""
