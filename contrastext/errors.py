@@ -48,3 +48,14 @@ class UnknownNameError(ContrastextError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class ModelFolderError(ConfigError):
+    """A model folder whose files disagree with each other or cannot be used as they are (a config.json that does
+    not fit the weights, missing or integer tensors, a pooling config of another width, a tokenizer that cannot
+    tokenize); the message names the folder and the file or key."""
+
+
+class NotRegularFileError(ContrastextError, ValueError):
+    """A path given as an input file is a FIFO (named pipe), a device, a socket or a folder: named as what it is
+    (reading it could block forever or never end), never reported as missing."""

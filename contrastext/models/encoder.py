@@ -25,11 +25,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
 import os
 import pickle
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,14 +49,21 @@ from contrastext.errors import (
     ConfigError,
     CorruptFileError,
     MissingDataError,
+    ModelFolderError,
     UnknownNameError,
     UnsafeLoadError,
 )
 from contrastext.models.pooling import check_pooling_name, needs_hidden_states, pool
 from contrastext.models.projection import Projection, build_projection
+from contrastext.models.quiet import quiet_transformers
 from contrastext.models.st_format import read_st_folder, write_st_folder
 from contrastext.models.unpadded import frozen_weights, packed_forward, pad_rows
-from contrastext.models.weights import check_backbone_weights, first_line, refused_pickle
+from contrastext.models.weights import (
+    check_backbone_weights,
+    check_loaded_backbone,
+    first_line,
+    refused_pickle,
+)
 
 UNPAD_MIN_PADDING = 0.1
 """The least share of padding tokens for which the packed forward pays (see ``TextEncoder.unpad_min_padding``)."""
@@ -144,16 +153,34 @@ def _clamped_folder_length(max_length: int | None, limit: int | None, source: st
     return limit
 
 
-def _check_vocabulary(backbone: nn.Module, tokenizer: Any) -> None:
+def _check_vocabulary(backbone: nn.Module, tokenizer: Any, source: str | None = None) -> None:
     """ConfigError when the tokenizer can produce ids past the rows of the model's word-embedding matrix."""
     embeddings = backbone.get_input_embeddings()
     rows = getattr(embeddings, "num_embeddings", None)
     if rows is None and getattr(embeddings, "weight", None) is not None:
         rows = embeddings.weight.shape[0]
     if rows is not None and len(tokenizer) > rows:
-        raise ConfigError(
-            f"the tokenizer has {len(tokenizer)} tokens but the model's embedding matrix has {rows} rows "
+        where = f"{source}: " if source else ""
+        error = ModelFolderError if source else ConfigError
+        raise error(
+            f"{where}the tokenizer has {len(tokenizer)} tokens but the model's embedding matrix has {rows} rows "
             f"(vocab_size): ids from {rows} on would index past it; use the tokenizer the model was trained with"
+        )
+
+
+UNUSED_WITHOUT_POOLER: tuple[str, ...] = ("pooler",)
+"""Backbone tensors no pooling but ``pooler`` reads: they may be absent from a checkpoint (RoBERTa's hub weights
+lack them) and are then initialised new, since nothing uses them."""
+
+
+def _check_pooling_width(folder: Any, backbone: nn.Module, source: str) -> None:
+    """ModelFolderError when ``1_Pooling/config.json`` declares another width than the backbone's hidden size."""
+    dimension, path = folder.pooling_dimension, folder.pooling_file
+    hidden = int(backbone.config.hidden_size)
+    if dimension is not None and dimension != hidden:
+        raise ModelFolderError(
+            f"{path}: key 'word_embedding_dimension' is {dimension} but the model's hidden size is {hidden} "
+            f"(hidden_size in {Path(source) / 'config.json'}): the pooling config belongs to another model"
         )
 
 
@@ -232,20 +259,74 @@ def _load_tokenizer(name_or_path: str | os.PathLike, subfolder: str = "", trust_
         if refused is not None:
             raise refused from None
         raise MissingDataError(f"no tokenizer at {source!r} ({first_line(error)})") from error
+    except Exception as error:  # the tokenizers library raises bare Exceptions ("WordPiece error: ...")
+        raise ModelFolderError(
+            f"{source}: the tokenizer files ({_tokenizer_files(source)}) cannot be loaded ({first_line(error)})"
+        ) from None
     _check_tokenizer_files(tokenizer, source)
     if tokenizer.pad_token is None:
         if tokenizer.eos_token is None:
             raise ConfigError(f"the tokenizer at {source!r} has neither a pad nor an eos token to pad with")
         tokenizer.pad_token = tokenizer.eos_token
+    _check_tokenizer_works(tokenizer, source)
     return tokenizer
 
 
-def _load_backbone(source: str, kwargs: dict[str, str], trust_remote_code: bool) -> nn.Module:
-    """``AutoModel.from_pretrained`` with remote code off by default and one-line errors naming the files."""
+TOKENIZER_PROBE = "A short probe sentence, 123."
+"""What a loaded tokenizer must turn into at least one token that is not a special one."""
+
+
+def _tokenizer_files(source: str) -> str:
+    folder = Path(source)
+    names = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
+             "tokenizer_config.json")
+    present = [name for name in names if (folder / name).is_file()] if folder.is_dir() else []
+    return ", ".join(present) if present else "tokenizer files"
+
+
+def _check_tokenizer_works(tokenizer: Any, source: str) -> None:
+    """ModelFolderError when the tokenizer fails on a plain sentence, or has only special tokens (an empty
+    vocabulary: every word would become [UNK])."""
+    try:
+        ids = tokenizer(TOKENIZER_PROBE, add_special_tokens=False)["input_ids"]
+    except Exception as error:  # the tokenizers library raises bare Exceptions
+        raise ModelFolderError(
+            f"{source}: the tokenizer ({_tokenizer_files(source)}) cannot tokenize a plain sentence "
+            f"({first_line(error)})"
+        ) from None
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    if len(tokenizer) <= len(special) or not ids or all(token in special for token in ids):
+        raise ModelFolderError(
+            f"{source}: the tokenizer ({_tokenizer_files(source)}) has an empty vocabulary ({len(tokenizer)} "
+            "token(s), special ones only): every word would become the unknown token; the vocabulary file is "
+            "empty or damaged"
+        )
+
+
+def _load_backbone(
+    source: str,
+    kwargs: dict[str, str],
+    trust_remote_code: bool,
+    new_weights: Sequence[str] = (),
+    unused: Sequence[str] = (),
+) -> nn.Module:
+    """``AutoModel.from_pretrained`` with remote code off by default and one-line errors naming the files.
+
+    The loaded weights must fit the folder's config.json (``check_loaded_backbone``): no shape mismatch, no
+    layer left over or missing, no tensor randomly initialised except those named by ``new_weights`` (meant to
+    be new) or ``unused`` (never read by this encoder), floating-point parameters only.
+    """
     _check_remote_code(source, trust_remote_code)
     check_backbone_weights(source)
     try:
-        return AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code, **kwargs)
+        with _quiet_load_report():
+            backbone, info = AutoModel.from_pretrained(
+                source,
+                trust_remote_code=trust_remote_code,
+                output_loading_info=True,
+                ignore_mismatched_sizes=True,  # reported by check_loaded_backbone, naming the config key
+                **kwargs,
+            )
     except pickle.UnpicklingError as error:
         pickled = Path(source) / "pytorch_model.bin"
         raise refused_pickle(pickled if pickled.is_file() else source, error) from None
@@ -259,6 +340,26 @@ def _load_backbone(source: str, kwargs: dict[str, str], trust_remote_code: bool)
             f"no model at {source!r}: not a folder with config.json and weights, nor a reachable hub name "
             f"({first_line(error)})"
         ) from error
+    accepted = check_loaded_backbone(backbone, info, source, new_weights=new_weights, unused=unused)
+    if accepted:
+        logger.info("%s: %d tensor(s) absent from the weights are initialised new (%s)", source, len(accepted),
+                    ", ".join(sorted({key.rsplit(".", 1)[0] for key in accepted})))
+    return backbone
+
+
+@contextlib.contextmanager
+def _quiet_load_report() -> Iterator[None]:
+    """Silence transformers' LOAD REPORT table (``check_loaded_backbone`` turns what it reports into one line) and
+    its "Loading weights" bar, so that a refusal is the only line a command prints, whoever loads the model."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with quiet_transformers():
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
 
 
 class TextEncoder(nn.Module):
@@ -330,6 +431,7 @@ class TextEncoder(nn.Module):
         projection_at_inference: bool | None = None,
         normalize: bool | None = None,
         trust_remote_code: bool = False,
+        new_weights: Sequence[str] = (),
     ) -> TextEncoder:
         """A backbone from a local folder or hub name; a sentence-transformers folder sets the defaults.
 
@@ -343,16 +445,28 @@ class TextEncoder(nn.Module):
         weight files and a folder without tokenizer files are one-line errors naming the file.
         Lengths: an explicit ``max_seq_length`` above the model's position limit is a ConfigError; the
         folder's own value is lowered to the limit with a warning.
+
+        Validation (a ``ModelFolderError`` naming the folder and the file or key): config.json must fit the
+        weights (shapes, so ``hidden_size`` and ``vocab_size``; ``num_hidden_layers`` against the layers stored),
+        parameters must be stored as floating point, the tokenizer must tokenize and fit the embedding matrix,
+        and ``1_Pooling/config.json`` must name a known mode at the model's width. Tensors the model needs and
+        the files lack are refused, not randomly initialised, except the BERT pooler when the pooling does not
+        read it. ``new_weights``: name prefixes of backbone tensors that are meant to be new and may be absent
+        (e.g. ``["pooler"]`` to train a pooler a checkpoint lacks under pooling ``pooler``). Heads and MLPs a
+        recipe adds (``projection``, the methods' classification heads) are separate modules, never affected.
         """
         if pooling is not None:
             check_pooling_name(pooling)
         folder = read_st_folder(name_or_path)
         subfolder = folder.backbone_subfolder if folder is not None else ""
         source, kwargs = _source(name_or_path, subfolder)
-        backbone = _load_backbone(source, kwargs, trust_remote_code)
+        pooling = pooling or (folder.pooling if folder is not None else None) or DEFAULT_POOLING
+        unused = () if pooling == "pooler" else UNUSED_WITHOUT_POOLER
+        backbone = _load_backbone(source, kwargs, trust_remote_code, tuple(new_weights), unused)
         tokenizer = _load_tokenizer(name_or_path, subfolder, trust_remote_code)
+        _check_vocabulary(backbone, tokenizer, source)
         if folder is not None:
-            pooling = pooling or folder.pooling
+            _check_pooling_width(folder, backbone, source)
             if max_seq_length is None:
                 max_seq_length = _clamped_folder_length(folder.max_seq_length, position_limit(backbone), source)
             normalize = folder.normalize if normalize is None else normalize
@@ -360,15 +474,20 @@ class TextEncoder(nn.Module):
                 projection = folder.projection
                 if projection_at_inference is None:
                     projection_at_inference = folder.projection_at_inference
-        return cls(
-            backbone,
-            tokenizer,
-            pooling=pooling or DEFAULT_POOLING,
-            max_seq_length=max_seq_length,
-            projection=projection,
-            projection_at_inference=bool(projection_at_inference),
-            normalize=bool(normalize),
-        )
+        try:
+            return cls(
+                backbone,
+                tokenizer,
+                pooling=pooling,
+                max_seq_length=max_seq_length,
+                projection=projection,
+                projection_at_inference=bool(projection_at_inference),
+                normalize=bool(normalize),
+            )
+        except ConfigError as error:
+            if str(name_or_path) in str(error):
+                raise
+            raise type(error)(f"{name_or_path}: {error}") from None
 
     @classmethod
     def from_config(

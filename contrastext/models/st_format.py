@@ -91,6 +91,9 @@ class StFolder:
     dense: Projection | None = None
     training_projection: Projection | None = None
     contrastext: dict[str, Any] = field(default_factory=dict)
+    pooling_dimension: int | None = None
+    """``word_embedding_dimension`` of the Pooling module's config (the model's width when it is right)."""
+    pooling_file: Path | None = None
 
     @property
     def projection(self) -> Projection | None:
@@ -166,11 +169,34 @@ def _join(*parts: str) -> str:
     return "/".join(part.strip("/") for part in parts if part and part.strip("/"))
 
 
+ST_POOLING_KEYS: frozenset[str] = frozenset(
+    {"word_embedding_dimension", "pooling_mode", "include_prompt", *_ST_LEGACY_FLAGS}
+)
+"""Every key of an ST ``1_Pooling/config.json`` that contrastext understands."""
+
+
 def read_st_pooling(config: dict[str, Any], source: Path) -> str:
-    """Our pooling name from an ST ``1_Pooling/config.json`` (legacy flags or ST >= 5 ``pooling_mode``)."""
+    """Our pooling name from an ST ``1_Pooling/config.json`` (legacy flags or ST >= 5 ``pooling_mode``).
+
+    A key that is not an ST pooling key (``pooling_mode_weird``), a flag that is not true/false, flags that are
+    all false, two modes at once, or a mode contrastext cannot compute is a ConfigError naming the file and key.
+    """
+    unknown = sorted(key for key in config if key not in ST_POOLING_KEYS and key.startswith("pooling_mode"))
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown pooling key {unknown[0]!r}; expected pooling_mode or one of "
+            f"{', '.join(_ST_LEGACY_FLAGS)}"
+        )
+    for flag in _ST_LEGACY_FLAGS:
+        if flag in config and not isinstance(config[flag], bool):
+            raise ConfigError(f"{source}: key {flag!r} must be true or false, found {config[flag]!r}")
     mode = config.get("pooling_mode")
     if mode is None:
-        modes = [name for flag, name in _ST_LEGACY_FLAGS.items() if config.get(flag, False)] or ["mean"]
+        flags = [flag for flag in _ST_LEGACY_FLAGS if flag in config]
+        modes = [_ST_LEGACY_FLAGS[flag] for flag in flags if config[flag]]
+        if flags and not modes:
+            raise ConfigError(f"{source}: every pooling_mode_* flag is false: set one of {', '.join(flags)} to true")
+        modes = modes or ["mean"]  # no flag at all: sentence-transformers' own default
     elif isinstance(mode, str) or (isinstance(mode, list) and all(isinstance(item, str) for item in mode)):
         modes = [mode] if isinstance(mode, str) else list(mode)
     else:
@@ -180,6 +206,16 @@ def read_st_pooling(config: dict[str, Any], source: Path) -> str:
             f"{source}: pooling mode {'+'.join(modes)} is not supported; contrastext reads ST poolings cls, mean, max"
         )
     return modes[0]
+
+
+def read_st_pooling_dimension(config: dict[str, Any], source: Path) -> int | None:
+    """``word_embedding_dimension`` of an ST pooling config: a positive integer, or None when absent."""
+    dimension = config.get("word_embedding_dimension")
+    if dimension is None:
+        return None
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+        raise ConfigError(f"{source}: key 'word_embedding_dimension' must be a positive integer, found {dimension!r}")
+    return dimension
 
 
 def _read_dense(name_or_path: str | os.PathLike, subfolder: str, modules_file: Path) -> DenseLayer:
@@ -244,7 +280,10 @@ def _read_modules(name_or_path: str | os.PathLike, modules_file: Path, folder: S
             pooling_path = locate(name_or_path, _join(path, "config.json"))
             if pooling_path is None:
                 raise ConfigError(f"{modules_file}: Pooling module {path!r} has no config.json")
-            folder.pooling = read_st_pooling(_read_json_object(pooling_path), pooling_path)
+            pooling_config = _read_json_object(pooling_path)
+            folder.pooling = read_st_pooling(pooling_config, pooling_path)
+            folder.pooling_dimension = read_st_pooling_dimension(pooling_config, pooling_path)
+            folder.pooling_file = pooling_path
         elif kind == "Dense":
             layers.append(_read_dense(name_or_path, path, modules_file))
         else:

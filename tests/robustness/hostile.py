@@ -184,3 +184,48 @@ def small_data_root(real_root: Path, destination: Path, rows: int = 20) -> Path:
     _balanced_sst2(real_root / SST2_TRAIN, destination / SST2_TRAIN, rows // 2)
     _head(real_root / SST2_DEV, destination / SST2_DEV, rows + 1)
     return destination
+
+
+# ----------------------------------------------------------------------------------------------- model-folder damage
+
+
+def edit_weights(folder: Path, edit) -> Path:
+    """Rewrite ``model.safetensors`` with ``edit(state) -> state`` (drop, add or retype tensors)."""
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    save_file(edit(load_file(str(path))), str(path), metadata={"format": "pt"})
+    return folder
+
+
+def without_tensors(folder: Path, part: str) -> Path:
+    """Drop every tensor whose name contains ``part`` (``".layer.0."``: a whole layer; ``"pooler"``)."""
+    return edit_weights(folder, lambda state: {k: v for k, v in state.items() if part not in k})
+
+
+def integer_tensors(folder: Path, part: str) -> Path:
+    """Store the tensors whose name contains ``part`` as int64 (a wrong conversion of the weights)."""
+    return edit_weights(folder, lambda state: {k: v.long() if part in k else v for k, v in state.items()})
+
+
+def extra_tensor(folder: Path, name: str, shape: tuple[int, ...] = (4,)) -> Path:
+    """Add one tensor ``name`` to the weights."""
+    return edit_weights(folder, lambda state: {**state, name: torch.zeros(shape)})
+
+
+def set_vocabulary(folder: Path, tokens: list[str]) -> Path:
+    """Replace the tokenizer by a WordPiece ``vocab.txt`` holding ``tokens`` (empty: an empty file)."""
+    (folder / "tokenizer.json").unlink(missing_ok=True)
+    (folder / "vocab.txt").write_text("".join(f"{token}\n" for token in tokens), encoding="utf-8")
+    return folder
+
+
+def folder_digest(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder`` (to show a refused command changed nothing)."""
+    import hashlib
+
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
