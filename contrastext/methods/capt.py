@@ -218,6 +218,7 @@ class CAPTMethod(Method):
 
     def on_train_start(self, total_steps: int) -> None:
         """The inverted-triangle schedule spans the run's ``total_steps`` optimiser steps (told by the trainer)."""
+        super().on_train_start(total_steps)
         if isinstance(self.temperature, InvertedTriangleTemperature):
             self.temperature.set_total_steps(total_steps)
 

@@ -274,6 +274,7 @@ class MultitaskMethod(Method):
     def on_train_start(self, total_steps: int) -> None:
         """PCGrad projects each process's own task gradients; DDP would then average projections of local
         gradients, which is not PCGrad of the global ones. Refused across processes rather than done wrong."""
+        super().on_train_start(total_steps)
         if self.pcgrad and is_distributed():
             raise ConfigError(
                 "method_args.pcgrad: PCGrad runs in a single process only (it projects per-task gradients that "

@@ -9,6 +9,7 @@ from .alignment import Alignment, AlignUniform, Uniformity
 from .ans import ANS
 from .base import Objective
 from .capt import CAPT
+from .checks import finite_checks, set_finite_checks
 from .critic import CriticNCE, WassersteinCritic
 from .decoupled import DCL, HingedDCL
 from .infonce import InfoNCE
@@ -48,9 +49,11 @@ __all__ = [
     "Temperature",
     "TripletMargin",
     "Uniformity",
+    "finite_checks",
     "make_objective",
     "normalize",
     "objective_names",
     "pairwise_similarity",
+    "set_finite_checks",
     "temperature_value",
 ]

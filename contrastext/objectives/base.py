@@ -10,7 +10,9 @@ calls ``compute_loss``), a loss here is written as two methods and never re-impl
 - ``compute(**inputs) -> Tensor`` is the loss itself on checked tensors. It is also the entry point for
   wrappers that already hold checked tensors (e.g. ``CEPlusSupCon`` calls ``SupCon.compute``).
 
-``Objective.forward(*args, **kwargs)`` runs ``validate``, upcasts every half-precision tensor it returned
+``Objective.forward(*args, **kwargs)`` runs ``validate``, refuses NaN / ±inf in any floating-point input (a
+``ValueError`` naming the argument; ``check_finite`` / :func:`~contrastext.objectives.checks.set_finite_checks`
+switch it off), upcasts every half-precision tensor it returned
 to float32 (:func:`~contrastext.objectives.checks.upcast`) and calls ``compute`` inside
 :func:`~contrastext.objectives.checks.full_precision` (autocast off), so a temperature of 0.01 cannot
 overflow half precision. :meth:`Objective.checked` does the same for another method than ``compute``
@@ -51,7 +53,8 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from .checks import check_pair, full_precision, upcast
+from . import checks
+from .checks import check_finite, check_pair, full_precision, upcast
 
 
 class Objective(nn.Module):
@@ -59,6 +62,9 @@ class Objective(nn.Module):
 
     pair: ClassVar[bool] = False
     takes_negatives: ClassVar[bool] = False
+    check_finite: bool | None = None
+    """Check the floating-point inputs for NaN / ±inf (a ValueError naming the argument); None: the module-wide
+    setting (:func:`~contrastext.objectives.checks.set_finite_checks`, on by default)."""
 
     @property
     def owner(self) -> str:
@@ -82,6 +88,8 @@ class Objective(nn.Module):
             name: upcast(value) if isinstance(value, Tensor) and value.is_floating_point() else value
             for name, value in self.validate(*args, **kwargs).items()
         }
+        if checks.CHECK_FINITE if self.check_finite is None else self.check_finite:
+            check_finite(self.owner, inputs)
         reference = next((value for value in inputs.values() if isinstance(value, Tensor)), None)
         with full_precision(reference) if reference is not None else contextlib.nullcontext():
             return compute(**inputs)

@@ -5,6 +5,21 @@ integer tensor is reported as a ``ValueError`` that says what was expected and w
 
     InfoNCE: `positives` must have shape (B, d) = (8, 384) matching `anchors`; got (8, 256)
 
+Finiteness: every floating-point input of an objective is checked for NaN and ±inf before the loss is computed
+(``Objective.checked``), so a diverged model's NaN embeddings are a ``ValueError`` naming the argument instead of a
+``nan`` loss::
+
+    InfoNCE: `anchors` holds non-finite values (3 NaN, 0 ±inf of 393216): ...
+
+On by default. It costs one sum per input tensor and one host synchronisation per call (on a GPU the
+synchronisation, which stalls the queue of kernels, is most of the cost). Measured on a 1024×384 float32 batch,
+CPU, 1 thread (``python bench/finite_check.py``): InfoNCE forward 7.37 ms with the check, 7.16 ms without
+(+0.21 ms, about 3 %); forward + backward 24.7 ms either way; the check alone 0.23 ms for both inputs.
+Switch it off for speed with :func:`set_finite_checks` (every objective),
+the :func:`finite_checks` context manager, or ``objective.check_finite = False`` (one instance). The trainer
+switches it off for a training run's objectives (``Method.on_train_start``): ``train.on_nonfinite`` handles a
+non-finite loss there (stop with a ``DivergenceError``, or skip the step).
+
 Precision: losses are computed in float32 at least. ``float16`` / ``bfloat16`` inputs are upcast
 (``float64`` stays ``float64``), and :func:`full_precision` turns autocast off inside the loss, so a
 temperature of 0.01 (logits up to 100) cannot overflow half precision.
@@ -18,6 +33,10 @@ from collections.abc import Iterator
 
 import torch
 from torch import Tensor
+
+CHECK_FINITE = True
+"""Whether objectives check their floating-point inputs for NaN / ±inf (an instance's ``check_finite`` overrides
+it); see :func:`set_finite_checks`."""
 
 _HALF_DTYPES = (torch.float16, torch.bfloat16)
 _AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps")
@@ -36,6 +55,45 @@ def full_precision(x: Tensor) -> Iterator[None]:
         return
     with torch.autocast(device_type=x.device.type, enabled=False):
         yield
+
+
+def set_finite_checks(enabled: bool) -> bool:
+    """Turn the objectives' NaN / ±inf check of their inputs on or off (every objective without its own
+    ``check_finite``); returns the previous setting."""
+    global CHECK_FINITE
+    previous, CHECK_FINITE = CHECK_FINITE, bool(enabled)
+    return previous
+
+
+@contextlib.contextmanager
+def finite_checks(enabled: bool) -> Iterator[None]:
+    """``with finite_checks(False): ...``: the objectives' finiteness check off (or on) inside the block only."""
+    previous = set_finite_checks(enabled)
+    try:
+        yield
+    finally:
+        set_finite_checks(previous)
+
+
+def check_finite(owner: str, inputs: dict[str, object]) -> None:
+    """ValueError naming the first floating-point tensor of ``inputs`` (keyed by argument name) that holds NaN or
+    ±inf. One sum per tensor and one host synchronisation for all of them; the exact count only on failure."""
+    tensors = [(name, x) for name, x in inputs.items() if isinstance(x, Tensor) and x.is_floating_point()]
+    if not tensors:
+        return
+    sums = torch.stack([x.detach().sum(dtype=torch.float32).reshape(()) for _, x in tensors])
+    if bool(torch.isfinite(sums).all()):
+        return
+    for name, x in tensors:
+        x = x.detach()
+        if bool(torch.isfinite(x).all()):  # the sum overflowed on large finite values
+            continue
+        nan, inf = int(torch.isnan(x).sum()), int(torch.isinf(x).sum())
+        raise ValueError(
+            f"{owner}: `{name}` holds non-finite values ({nan} NaN, {inf} ±inf of {x.numel()}): the embeddings "
+            "come from a diverged model or bad inputs (switch this check off with "
+            "contrastext.objectives.set_finite_checks(False) or check_finite=False on the objective)"
+        )
 
 
 def check_embeddings(

@@ -28,6 +28,10 @@ Equalities the tests check: with ``similarity="cos"`` this equals sentence-trans
 and pytorch-metric-learning's ``NTXentLoss(τ)(anchors, labels=arange(B), ref_emb=cat(positives, negatives),
 ref_labels=cat(arange(B), B + arange(N)))``.
 
+Non-finite inputs: NaN or ±inf in ``anchors``, ``positives`` or ``negatives`` is a ValueError naming the argument
+(the base class's check, on by default; about 0.2 ms a call on a 1024×384 batch, 3 % of the forward on one CPU
+thread: see :mod:`contrastext.objectives.checks` to switch it off).
+
 Example::
 
     >>> loss = InfoNCE(temperature=0.05)

@@ -56,6 +56,7 @@ import torch
 from torch import Tensor, nn
 
 from contrastext.data.examples import Example
+from contrastext.objectives.base import Objective
 
 
 class SavableEncoder(Protocol):
@@ -110,7 +111,14 @@ class Method(nn.Module, ABC):
         raise NotImplementedError(f"{type(self).__name__} does not support cached gradients (loss_from_embeddings)")
 
     def on_train_start(self, total_steps: int) -> None:
-        """Called by the trainer before the first step (fresh or resumed) with the run's optimiser steps."""
+        """Called by the trainer before the first step (fresh or resumed) with the run's optimiser steps.
+
+        The base switches off the NaN / ±inf input check of the method's objectives
+        (:func:`trainer_checks_nonfinite`): the trainer checks each step's loss itself (``train.on_nonfinite``:
+        stop with a DivergenceError, or skip the step), which a ValueError from inside the loss would bypass.
+        A method that overrides this calls ``super().on_train_start(total_steps)``.
+        """
+        trainer_checks_nonfinite(self)
 
     def after_step(self) -> None:
         """Called after every optimiser step (momentum updates, queues, banks). Default: nothing."""
@@ -142,6 +150,15 @@ class Method(nn.Module, ABC):
     def total(self, parts: Mapping[str, Tensor]) -> Tensor:
         """The weighted total of this method's loss parts."""
         return total_loss(parts, self.loss_weights)
+
+
+def trainer_checks_nonfinite(module: nn.Module) -> None:
+    """Switch off the finiteness check (``Objective.check_finite``) of every objective inside ``module``: under
+    the trainer a diverged step reaches ``train.on_nonfinite`` as a non-finite loss, and the check's host
+    synchronisation per loss is saved."""
+    for child in module.modules():
+        if isinstance(child, Objective):
+            child.check_finite = False
 
 
 def total_loss(parts: Mapping[str, Tensor], weights: Mapping[str, float] | None = None) -> Tensor:
