@@ -149,12 +149,11 @@ def read_texts(path: Path) -> list[str]:
     Only ``\\n`` ends a line; a trailing ``\\r`` (CRLF files) is dropped and a UTF-8 byte-order mark at the
     start is ignored. A blank line or undecodable bytes are a DataFormatError naming the file and line.
     """
-    from contrastext.data.readers.lines import iter_lines
+    from contrastext.data.readers.lines import check_regular_file, iter_lines
 
     if path.is_dir():
         raise MissingDataError(f"input file {path} is a folder: give a text file, one text a line")
-    if not path.is_file():
-        raise MissingDataError(f"input file {path} does not exist")
+    check_regular_file(path, "input file")  # a FIFO or a device is named as what it is
     texts = []
     for number, text in iter_lines(path):
         if not text.strip():

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contrastext.data.readers.lines import check_regular_file
 from contrastext.data.readers.table import TableColumns
 from contrastext.errors import ConfigError, EmptyDataError, MissingDataError
 
@@ -128,6 +129,8 @@ def _load(dataset: str, config_name: str | None, split: str | None, key: str):
         raise ConfigError(f"{key}: reading {dataset!r} needs the `datasets` package: pip install datasets") from None
     path = Path(dataset).expanduser()
     local = path.exists()
+    if local and not path.is_dir():
+        check_regular_file(path, f"{key}:")  # a FIFO or a device: named, never handed to the loader
     try:
         with _quiet():
             if local and path.is_dir() and any((path / marker).is_file() for marker in SAVED_MARKERS):

@@ -12,12 +12,13 @@ import csv
 import logging
 import math
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
 from contrastext.data.examples import Example
-from contrastext.errors import DataFormatError, MissingDataError
+from contrastext.errors import DataFormatError, MissingDataError, NotRegularFileError
 
 logger = logging.getLogger("contrastext.data")
 
@@ -62,12 +63,49 @@ def source(path: PathLike, line: int) -> str:
     return f"{path}:{line}"
 
 
-def require_file(path: PathLike) -> Path:
-    """Return ``path`` as a Path; raise MissingDataError naming it when it is not a file."""
+_SPECIAL_KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_file_kind(path: PathLike) -> str | None:
+    """What ``path`` is when it exists but is not a regular file (``"a FIFO (named pipe)"``, ``"a character
+    device"``, ``"a folder"``...); None for a regular file or a path that does not exist. Symbolic links are
+    followed; nothing is opened (opening a FIFO would block)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
+
+
+def check_regular_file(path: PathLike, what: str = "data file") -> Path:
+    """``path`` as a Path when it is a regular file (or a link to one). NotRegularFileError naming what it is
+    for a FIFO, a device, a socket or a folder; MissingDataError when it does not exist."""
     path = Path(path)
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise NotRegularFileError(
+            f"{what} {path} is {kind}, not a regular file: give a regular file (contrastext does not read "
+            "pipes or devices: reading one could block or never end)"
+        )
     if not path.is_file():
-        raise MissingDataError(f"data file not found: {path}")
+        broken = " (a broken symbolic link)" if path.is_symlink() else ""
+        raise MissingDataError(f"{what} {path} does not exist{broken}")
     return path
+
+
+def require_file(path: PathLike) -> Path:
+    """Return ``path`` as a Path; MissingDataError naming it when it does not exist, NotRegularFileError naming
+    what it is when it is a FIFO, a device, a socket or a folder (:func:`check_regular_file`)."""
+    path = Path(path)
+    if special_file_kind(path) is None and not path.is_file():
+        raise MissingDataError(f"data file not found: {path}")
+    return check_regular_file(path)
 
 
 def require_folder(path: PathLike) -> Path:
