@@ -474,17 +474,11 @@ class TextEncoder(nn.Module):
                 projection = folder.projection
                 if projection_at_inference is None:
                     projection_at_inference = folder.projection_at_inference
+        settings = {"pooling": pooling, "max_seq_length": max_seq_length, "projection": projection,
+                    "projection_at_inference": bool(projection_at_inference), "normalize": bool(normalize)}
         try:
-            return cls(
-                backbone,
-                tokenizer,
-                pooling=pooling,
-                max_seq_length=max_seq_length,
-                projection=projection,
-                projection_at_inference=bool(projection_at_inference),
-                normalize=bool(normalize),
-            )
-        except ConfigError as error:
+            return cls(backbone, tokenizer, **settings)
+        except ConfigError as error:  # a projection of another width, a length past the limit: name the folder
             if str(name_or_path) in str(error):
                 raise
             raise type(error)(f"{name_or_path}: {error}") from None
