@@ -174,14 +174,21 @@ lack them) and are then initialised new, since nothing uses them."""
 
 
 def _check_pooling_width(folder: Any, backbone: nn.Module, source: str) -> None:
-    """ModelFolderError when ``1_Pooling/config.json`` declares another width than the backbone's hidden size."""
-    dimension, path = folder.pooling_dimension, folder.pooling_file
+    """ModelFolderError when ``1_Pooling/config.json``, the first Dense module or the saved training projection
+    expects another width than the backbone's hidden size."""
     hidden = int(backbone.config.hidden_size)
-    if dimension is not None and dimension != hidden:
-        raise ModelFolderError(
-            f"{path}: key 'word_embedding_dimension' is {dimension} but the model's hidden size is {hidden} "
-            f"(hidden_size in {Path(source) / 'config.json'}): the pooling config belongs to another model"
-        )
+    widths = [
+        (folder.pooling_dimension, folder.pooling_file, "'word_embedding_dimension'", "pooling config"),
+        (folder.dense.input_dim if folder.dense else None, folder.dense_file, "'in_features'", "Dense module"),
+        (folder.training_projection.input_dim if folder.training_projection else None,
+         folder.training_projection_file, "'projection' (its first layer's in_features)", "projection"),
+    ]  # fmt: skip
+    for width, path, key, what in widths:
+        if width is not None and width != hidden:
+            raise ModelFolderError(
+                f"{path}: key {key} is {width} but the model's hidden size is {hidden} (hidden_size in "
+                f"{Path(source) / 'config.json'}): the {what} belongs to another model"
+            )
 
 
 def _source(name_or_path: str | os.PathLike, subfolder: str) -> tuple[str, dict[str, str]]:

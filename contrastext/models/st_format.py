@@ -94,6 +94,9 @@ class StFolder:
     pooling_dimension: int | None = None
     """``word_embedding_dimension`` of the Pooling module's config (the model's width when it is right)."""
     pooling_file: Path | None = None
+    dense_file: Path | None = None
+    """The config.json of the first Dense module (its ``in_features`` must be the model's width)."""
+    training_projection_file: Path | None = None
 
     @property
     def projection(self) -> Projection | None:
@@ -286,6 +289,7 @@ def _read_modules(name_or_path: str | os.PathLike, modules_file: Path, folder: S
             folder.pooling_file = pooling_path
         elif kind == "Dense":
             layers.append(_read_dense(name_or_path, path, modules_file))
+            folder.dense_file = folder.dense_file or locate(name_or_path, _join(path, "config.json"))
         else:
             folder.normalize = True
     if layers:
@@ -336,6 +340,7 @@ def _read_contrastext_config(name_or_path: str | os.PathLike, ours_file: Path, f
     except RuntimeError as error:
         raise ConfigError(f"{weights_path}: weights do not fit key 'projection' of {ours_file} ({error})") from error
     folder.training_projection = projection
+    folder.training_projection_file = ours_file
 
 
 # ----------------------------------------------------------------------------------------------- writing

@@ -153,11 +153,13 @@ LAYER_INDEX = re.compile(r"(?:^|\.)(?:layer|layers|h|block|blocks)\.(\d+)\.")
 
 
 def weight_files(folder: str | os.PathLike) -> list[Path]:
-    """The weight files of a local backbone folder: its ``*.safetensors``, else its ``*.bin`` (shards included)."""
+    """The backbone weight files of a local folder, as transformers names them: ``model*.safetensors``, else
+    ``pytorch_model*.bin`` (shards and variants included). Other files (``training_args.bin``, our
+    ``contrastext_projection.safetensors``) are not the backbone's and are never read here."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    return sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    return sorted(folder.glob("model*.safetensors")) or sorted(folder.glob("pytorch_model*.bin"))
 
 
 def stored_dtypes(folder: str | os.PathLike) -> dict[str, tuple[str, Path]]:

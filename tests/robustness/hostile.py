@@ -229,3 +229,16 @@ def folder_digest(folder: Path) -> dict[str, str]:
         for path in sorted(folder.rglob("*"))
         if path.is_file()
     }
+
+
+def narrow_first_layer(config_path: Path, weights_path: Path, prefix: str, width: int) -> None:
+    """Make a saved projection (a Dense module, or our training projection) take inputs of ``width``: its config's
+    ``in_features`` and its first weight matrix agree with each other, not with the model."""
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(str(weights_path))
+    state[f"{prefix}weight"] = state[f"{prefix}weight"][:, :width].contiguous()
+    save_file(state, str(weights_path))
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    (config["layers"][0] if "layers" in config else config)["in_features"] = width
+    config_path.write_text(json.dumps(config), encoding="utf-8")

@@ -8,6 +8,7 @@ Every damaged folder is built from the tiny BERT (2 layers, width 32, MiniLM's v
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -113,6 +114,43 @@ def test_bin_weights_stored_as_integers_are_refused_too(folder):
     torch.save(state, folder / "pytorch_model.bin")
     with pytest.raises(ModelFolderError, match=r"pytorch_model\.bin: tensor 'embeddings.word_embeddings.weight'.*I64"):
         TextEncoder.load(folder)
+
+
+def test_a_dense_module_of_another_width_names_its_config(tiny_bert_path, tmp_path):
+    encoder = TextEncoder.load(tiny_bert_path)
+    folder = tmp_path / "dense"
+    TextEncoder(encoder.backbone, encoder.tokenizer, projection="mlp", projection_at_inference=True).save(folder)
+    hostile.narrow_first_layer(folder / "2_Dense" / "config.json", folder / "2_Dense" / "model.safetensors", "linear.", 16)
+    with pytest.raises(ModelFolderError) as caught:
+        TextEncoder.load(folder)
+    message = one_line(caught.value)
+    assert message.startswith(str(folder / "2_Dense" / "config.json")) and "'in_features' is 16" in message
+    assert "hidden size is 32" in message
+
+
+def test_a_training_projection_of_another_width_names_our_config(tiny_bert_path, tmp_path):
+    folder = hostile.with_training_projection(tiny_bert_path, tmp_path / "projected")
+    with_projection = folder / "contrastext_config.json"
+    content = json.loads(with_projection.read_text(encoding="utf-8"))
+    projection = tmp_path / "projection.json"
+    projection.write_text(json.dumps(content["projection"]), encoding="utf-8")
+    hostile.narrow_first_layer(projection, folder / "contrastext_projection.safetensors", "layers.0.linear.", 16)
+    hostile.set_json_key(with_projection, "projection", json.loads(projection.read_text()))
+    with pytest.raises(ModelFolderError) as caught:
+        TextEncoder.load(folder)
+    message = one_line(caught.value)
+    assert message.startswith(str(with_projection)) and "'projection'" in message and "is 16" in message
+
+
+def test_other_files_beside_the_weights_are_not_read(folder):
+    """A fine-tuned folder often holds training_args.bin, a pickle of objects: it is not the model's weights."""
+    from pathlib import PurePosixPath
+
+    state = load_safetensors(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    torch.save(state, folder / "pytorch_model.bin")
+    torch.save({"output_dir": PurePosixPath("out")}, folder / "training_args.bin")  # weights_only refuses it
+    assert TextEncoder.load(folder).encode(["a text"]).shape == (1, 32)
 
 
 def test_the_transformers_load_report_is_not_printed(folder, capfd):
