@@ -166,6 +166,16 @@ def _check_vocabulary(backbone: nn.Module, tokenizer: Any, source: str | None = 
             f"{where}the tokenizer has {len(tokenizer)} tokens but the model's embedding matrix has {rows} rows "
             f"(vocab_size): ids from {rows} on would index past it; use the tokenizer the model was trained with"
         )
+    if source and rows is not None and len(tokenizer) < rows * SMALL_TOKENIZER_SHARE:
+        logger.warning(
+            "%s: the tokenizer has %d tokens for an embedding matrix of %d rows (vocab_size): it is probably not the "
+            "tokenizer this model was trained with (its ids would mean other words)", source, len(tokenizer), rows,
+        )
+
+
+SMALL_TOKENIZER_SHARE = 0.5
+"""A tokenizer with fewer tokens than this share of the embedding rows is announced with a warning: models pad
+their matrix by a few rows (T5: 32,100 tokens, 32,128 rows), never by half."""
 
 
 UNUSED_WITHOUT_POOLER: tuple[str, ...] = ("pooler",)

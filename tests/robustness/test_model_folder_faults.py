@@ -153,6 +153,15 @@ def test_other_files_beside_the_weights_are_not_read(folder):
     assert TextEncoder.load(folder).encode(["a text"]).shape == (1, 32)
 
 
+def test_a_tokenizer_far_smaller_than_the_embedding_matrix_is_announced(folder, caplog):
+    """Its ids index real rows, but rows of other words: a tokenizer from another model."""
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "short", "probe", "sentence", ",", "123", "."]
+    hostile.set_vocabulary(folder, tokens)
+    with caplog.at_level(logging.WARNING, logger="contrastext.models"):
+        TextEncoder.load(folder)
+    assert "12 tokens for an embedding matrix of 30522 rows" in caplog.text and str(folder) in caplog.text
+
+
 def test_the_transformers_load_report_is_not_printed(folder, capfd):
     hostile.without_tensors(folder, ".layer.1.")
     with pytest.raises(ModelFolderError):
