@@ -25,13 +25,12 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import logging
 import os
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ from contrastext.errors import (
 )
 from contrastext.models.pooling import check_pooling_name, needs_hidden_states, pool
 from contrastext.models.projection import Projection, build_projection
-from contrastext.models.quiet import quiet_transformers
+from contrastext.models.quiet import quiet_loading
 from contrastext.models.st_format import read_st_folder, write_st_folder
 from contrastext.models.unpadded import frozen_weights, packed_forward, pad_rows
 from contrastext.models.weights import (
@@ -336,7 +335,7 @@ def _load_backbone(
     _check_remote_code(source, trust_remote_code)
     check_backbone_weights(source)
     try:
-        with _quiet_load_report():
+        with quiet_loading():
             backbone, info = AutoModel.from_pretrained(
                 source,
                 trust_remote_code=trust_remote_code,
@@ -362,21 +361,6 @@ def _load_backbone(
         logger.info("%s: %d tensor(s) absent from the weights are initialised new (%s)", source, len(accepted),
                     ", ".join(sorted({key.rsplit(".", 1)[0] for key in accepted})))
     return backbone
-
-
-@contextlib.contextmanager
-def _quiet_load_report() -> Iterator[None]:
-    """Silence transformers' LOAD REPORT table (``check_loaded_backbone`` turns what it reports into one line) and
-    its "Loading weights" bar, so that a refusal is the only line a command prints, whoever loads the model."""
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        with quiet_transformers():
-            yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
 
 
 class TextEncoder(nn.Module):

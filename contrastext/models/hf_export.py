@@ -57,7 +57,7 @@ import torch
 from torch import Tensor, nn
 
 from contrastext.errors import ConfigError, ContrastextError, MissingDataError
-from contrastext.models.quiet import quiet_transformers
+from contrastext.models.quiet import quiet_loading, quiet_transformers
 
 CONTRASTEXT_CONFIG = "contrastext_config.json"
 CLASSIFIER_KEY = "classifier"
@@ -457,7 +457,7 @@ def load_classifier(folder: str | os.PathLike, trust_remote_code: bool = False) 
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from contrastext.models.weights import check_backbone_weights, first_line
+    from contrastext.models.weights import check_backbone_weights, check_loaded_backbone, first_line
 
     path = Path(folder)
     if not path.is_dir():
@@ -474,8 +474,10 @@ def load_classifier(folder: str | os.PathLike, trust_remote_code: bool = False) 
     metadata = ours.get(CLASSIFIER_KEY) if isinstance(ours.get(CLASSIFIER_KEY), dict) else {}
     check_backbone_weights(path)
     try:
-        with quiet_transformers():
-            model = AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=trust_remote_code)
+        with quiet_loading():
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                path, trust_remote_code=trust_remote_code, output_loading_info=True, ignore_mismatched_sizes=True
+            )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     except ContrastextError:
         raise
@@ -483,6 +485,8 @@ def load_classifier(folder: str | os.PathLike, trust_remote_code: bool = False) 
         raise ContrastextError(
             f"{folder}: cannot load the classifier ({type(error).__name__}: {first_line(error)})"
         ) from error
+    # config.json against the weights; no tensor, the head included, randomly initialised
+    check_loaded_backbone(model, info, path, remedy="use the classifier/ folder a fine-tuning run exported, complete")
     max_length = ours.get("max_seq_length")
     if not isinstance(max_length, int) or max_length < 1:
         limits = [getattr(tokenizer, "model_max_length", None), getattr(model.config, "max_position_embeddings", None)]

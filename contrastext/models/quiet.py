@@ -25,3 +25,19 @@ def quiet_transformers() -> Iterator[None]:
     finally:
         if enabled:
             hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """:func:`quiet_transformers` and transformers' LOAD REPORT table (missing / unexpected / mismatched tensors)
+    silenced: the caller checks the loading info itself (``weights.check_loaded_backbone``) and reports in one
+    line, so a refusal is the only line a command prints."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with quiet_transformers():
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)

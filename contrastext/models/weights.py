@@ -267,10 +267,12 @@ def _layers(first: int, last: int) -> str:
 def _own_tensor(backbone: torch.nn.Module, key: str) -> bool:
     """Whether a tensor name belongs to the backbone's own modules (not to a head of another task, e.g. ``cls.``)."""
     prefix = getattr(backbone, "base_model_prefix", "")
+    base = getattr(backbone, "base_model", backbone)
+    if prefix and key.startswith(prefix + ".") and base is not backbone:  # a task model: bert.encoder...
+        return key[len(prefix) + 1 :].split(".", 1)[0] in {name for name, _ in base.named_children()}
     if prefix and key.startswith(prefix + "."):
         key = key[len(prefix) + 1 :]
-    children = {name for name, _ in backbone.named_children()}
-    return key.split(".", 1)[0] in children
+    return key.split(".", 1)[0] in {name for name, _ in backbone.named_children()}
 
 
 def _allowed(key: str, prefixes: Sequence[str]) -> bool:
@@ -283,6 +285,8 @@ def check_loaded_backbone(
     folder: str | os.PathLike,
     new_weights: Sequence[str] = (),
     unused: Sequence[str] = (),
+    remedy: str = "use a complete model folder, or, when these weights are meant to be new, pass new_weights=[{prefix!r}] "
+    "to TextEncoder.from_pretrained",
 ) -> list[str]:
     """Refuse a backbone whose weights do not fit its config.json; returns the missing tensors accepted.
 
@@ -294,7 +298,7 @@ def check_loaded_backbone(
     - tensors of the backbone's own modules left over (they would be silently unused);
     - tensors the model needs that the files lack (they would be randomly initialised), unless their name
       starts with one of ``new_weights`` (meant to be new) or ``unused`` (never read by this encoder, e.g. the
-      BERT pooler under ``mean`` pooling); those are returned;
+      BERT pooler under ``mean`` pooling); those are returned (``remedy`` ends the refusal: what to do);
     - a parameter stored as integers or booleans (only floating-point weights are loaded).
 
     Tensors of other tasks' heads (``cls.predictions...`` of a pre-training checkpoint) are ignored.
@@ -322,8 +326,7 @@ def check_loaded_backbone(
         raise ModelFolderError(
             f"{folder}: {_files_named(folder)} lack(s) {len(refused)} tensor(s) the model needs, e.g. {refused[0]!r} "
             f"(in {len(parts)} module(s): {', '.join(parts[:3])}{' ...' if len(parts) > 3 else ''}); they would be "
-            "randomly initialised: use a complete model folder, or, when these weights are meant to be new, pass "
-            f"new_weights=[{parts[0].split('.')[0]!r}] to TextEncoder.from_pretrained"
+            f"randomly initialised: {remedy.format(prefix=parts[0].split('.')[0])}"
         )
     _check_float_parameters(backbone, folder)
     return accepted
@@ -335,7 +338,7 @@ def _check_float_parameters(backbone: torch.nn.Module, folder: Path) -> None:
     prefix = getattr(backbone, "base_model_prefix", "")
     for name, (dtype, path) in stored_dtypes(folder).items():
         key = name[len(prefix) + 1 :] if prefix and name.startswith(prefix + ".") else name
-        if key in parameters and dtype not in FLOAT_DTYPES:
+        if (key in parameters or name in parameters) and dtype not in FLOAT_DTYPES:
             raise ModelFolderError(
                 f"{path}: tensor {name!r} is stored as {dtype}; model weights must be floating point "
                 f"({', '.join(sorted(FLOAT_DTYPES))}): the file is not a model's weights, or was converted wrongly"

@@ -162,6 +162,39 @@ def test_a_tokenizer_far_smaller_than_the_embedding_matrix_is_announced(folder, 
     assert "12 tokens for an embedding matrix of 30522 rows" in caplog.text and str(folder) in caplog.text
 
 
+@pytest.fixture
+def classifier_folder(tiny_bert_path, tmp_path) -> Path:
+    from contrastext.data.tasks import get_task
+    from contrastext.methods.classification import FineTuneMethod
+
+    torch.manual_seed(0)
+    method = FineTuneMethod(TextEncoder.load(tiny_bert_path), get_task("sst2")).eval()
+    return method.export_classifier(tmp_path / "classifier", label_names=["negative", "positive"])
+
+
+def test_a_classifier_export_still_loads(classifier_folder):
+    from contrastext.models.hf_export import load_classifier
+
+    assert load_classifier(classifier_folder).predict([]).shape == (0,)
+
+
+@pytest.mark.parametrize(("damage", "expected"), [
+    ("head", ["lack(s) 4 tensor(s)", "'classifier.", "classifier/ folder a fine-tuning run exported"]),
+    ("layers", ["'num_hidden_layers' is 0", "2 layers"]),
+])  # fmt: skip
+def test_a_damaged_classifier_export_is_refused_not_given_a_random_head(classifier_folder, damage, expected):
+    from contrastext.models.hf_export import load_classifier
+
+    if damage == "head":
+        hostile.without_tensors(classifier_folder, "classifier.")
+    else:
+        hostile.set_json_key(classifier_folder / "config.json", "num_hidden_layers", 0)
+    with pytest.raises(ModelFolderError) as caught:
+        load_classifier(classifier_folder)
+    message = one_line(caught.value)
+    assert str(classifier_folder) in message and all(part in message for part in expected), message
+
+
 def test_the_transformers_load_report_is_not_printed(folder, capfd):
     hostile.without_tensors(folder, ".layer.1.")
     with pytest.raises(ModelFolderError):
