@@ -378,6 +378,7 @@ class LabelledData:
     train_name: str
     eval_name: str | None
     layout: Layout
+    eval_key_name: str | None = None  # data.eval_path's short name: the evaluation keys are named after it
 
 
 def canonical_label(value: object) -> str:
@@ -507,6 +508,7 @@ def read_labelled(spec: DataSpec, who: str) -> LabelledData:
         train_name=table.where,
         eval_name=None if eval_table is None else eval_table.where,
         layout=layout,
+        eval_key_name=eval_table.name if spec.eval_path is not None else None,
     )
 
 

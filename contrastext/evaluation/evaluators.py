@@ -43,16 +43,21 @@ SCORED_PAIR_KINDS = ("sts", "regression")
 
 @dataclass(frozen=True)
 class EvalSet:
-    """One task's evaluation examples and the split they came from (``split`` names the keys)."""
+    """One task's evaluation examples and the split they came from (``split`` names the keys).
+
+    ``name`` replaces the task's name in the keys when the rows come from a file of their own (a user's
+    ``data.eval_path``: its keys are named after that file, not after the training file the task is named after).
+    """
 
     task: Any  # contrastext.data.tasks.Task
     split: str
     examples: Sequence[Example]
+    name: str | None = None
 
     @property
     def prefix(self) -> str:
-        """``"<task>_<split>"``: the start of every key this set produces."""
-        return f"{self.task.name}_{self.split}"
+        """``"<name>_<split>"`` (``name``: the task's, unless given): the start of every key this set produces."""
+        return f"{self.name or self.task.name}_{self.split}"
 
     @property
     def headline(self) -> str:

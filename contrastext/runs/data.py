@@ -162,25 +162,37 @@ class ClassificationData:
     eval_split: str = "dev"
     test: list[Example] | None = None
     test_split: str = "test"
+    eval_key_name: str | None = None  # the keys' name when not the task's: data.eval_path's file name
 
     @property
     def eval_set(self) -> EvalSet:
-        """The evaluation rows as an :class:`EvalSet` (keys ``<task>_<eval split>_<metric>``)."""
-        return EvalSet(self.task, self.eval_split, self.eval)
+        """The evaluation rows as an :class:`EvalSet` (keys ``<task>_<eval split>_<metric>``; rows of
+        ``data.eval_path``: ``<eval file>_<eval split>_<metric>``)."""
+        return EvalSet(self.task, self.eval_split, self.eval, name=self.eval_key_name)
 
     @property
     def test_set(self) -> EvalSet | None:
-        """The test rows as an :class:`EvalSet` (keys ``<task>_test_<metric>``), None without a test split."""
-        return None if self.test is None else EvalSet(self.task, self.test_split, self.test)
+        """The test rows as an :class:`EvalSet` (keys ``<task>_test_<metric>``, or ``<eval file>_test_<metric>``),
+        None without a test split."""
+        if self.test is None:
+            return None
+        return EvalSet(self.task, self.test_split, self.test, name=self.eval_key_name)
 
 
 def task_and_splits(config) -> tuple[Any, str, str]:
-    """``(task, train split, eval split)`` from the data spec and ``eval.tasks``.
+    """``(task, train split, eval split)``: :func:`task_splits_and_eval_name` without the name."""
+    return task_splits_and_eval_name(config)[:3]
+
+
+def task_splits_and_eval_name(config) -> tuple[Any, str, str, str]:
+    """``(task, train split, eval split, name of the evaluation keys)`` from the data spec and ``eval.tasks``.
 
     ``data.task: sst2`` trains on ``sst2:train``; ``data.task: sst2:train`` says so explicitly. The
     evaluation split is the first of ``eval.tasks`` (it must be the same task), else ``dev``. A user's file or
     dataset (read here) is its own task, named after the file; its evaluation split is ``eval``
-    (``data.eval_path``), the ``data.eval_split``, or ``holdout``.
+    (``data.eval_path``), the ``data.eval_split``, or ``holdout``. The evaluation keys are named after the task,
+    except on ``data.eval_path``: after that file (``sst5_dev.csv``: ``sst5_dev_eval_accuracy``), so that
+    they never read as the training file's numbers.
     """
     from contrastext.data.tasks import get_task, parse_task_spec
 
@@ -189,7 +201,7 @@ def task_and_splits(config) -> tuple[Any, str, str]:
         from contrastext.data.sources import read_labelled
 
         user = read_labelled(spec, who=config.method)
-        return user.task, "train", user.eval_split
+        return user.task, "train", user.eval_split, user.eval_key_name or user.task.name
     if not spec.task:
         raise ConfigError(
             f"{config.source or '<config>'}: data: fine-tuning needs labelled data: data.task (e.g. sst2), "
@@ -213,7 +225,7 @@ def task_and_splits(config) -> tuple[Any, str, str]:
             f"{config.source or '<config>'}: data.task: {task.name} has kind {task.kind!r}; fine-tuning needs a "
             f"task of kind {', '.join(SUPPORTED_KINDS)} (e.g. sst2, mrpc, cola, rte, qnli, qqp, stsb, sst5)"
         )
-    return task, train_split, eval_split
+    return task, train_split, eval_split, task.name
 
 
 def classification_spec(config) -> DataSpec:
@@ -255,8 +267,11 @@ def load_classification_data(
 
     spec = classification_spec(config)
     description: dict = {}
+    eval_key_name = None
     if spec.is_user_data:
-        task, train, evaluation, train_name, eval_name, eval_split, description = _user_labelled(config, args, spec)
+        task, train, evaluation, train_name, eval_name, eval_split, description, eval_key_name = _user_labelled(
+            config, args, spec
+        )
     elif args.holdout is not None:
         task, _, eval_split = task_and_splits(config)
         rows = load_task(task, data_root, split=eval_split).examples
@@ -287,12 +302,14 @@ def load_classification_data(
     description["n_eval"] = len(evaluation)
     indexed = [IndexedExample(e.texts, e.label, e.source, index=i) for i, e in enumerate(train)]
     return ClassificationData(
-        task=task, train=indexed, eval=evaluation, description=description, eval_split=eval_split
+        task=task, train=indexed, eval=evaluation, description=description, eval_split=eval_split,
+        eval_key_name=eval_key_name,
     )
 
 
 def _user_labelled(config, args: ClassificationArgs, spec: DataSpec):
-    """``(task, train, eval, train name, eval name, eval split, description)`` of a user's labelled data."""
+    """``(task, train, eval, train name, eval name, eval split, description, eval key name)`` of a user's labelled
+    data (the key name: data.eval_path's, else None)."""
     from contrastext.data.sources import read_labelled
     from contrastext.data.tasks import holdout_split
 
@@ -323,7 +340,8 @@ def _user_labelled(config, args: ClassificationArgs, spec: DataSpec):
     description = {"source": f"data.{spec.source}", "columns": user.layout.describe()}
     if user.task.label_names is not None:
         description["label_names"] = list(user.task.label_names)
-    return user.task, train, evaluation, train_name, eval_name, user.eval_split, description
+    key_name = user.eval_key_name if user.eval is not None else None
+    return user.task, train, evaluation, train_name, eval_name, user.eval_split, description, key_name
 
 
 def _labelled(examples: Sequence[Example], task, split_name: str) -> list[Example]:

@@ -46,7 +46,7 @@ from contrastext.runs.data import (
     ClassificationData,
     load_classification_data,
     split_validation_test,
-    task_and_splits,
+    task_splits_and_eval_name,
 )
 from contrastext.runs.plan import StagePlan, evaluation_text
 from contrastext.runs.registry import RunSpec
@@ -174,8 +174,9 @@ def draw_metrics(result: dict) -> dict[str, float]:
 
 def report_keys(config: TrainConfig, args: SCLArgs) -> tuple[str, str]:
     """``(selection key, reported key)`` of the paper's figure, e.g. ``sst2_validation_accuracy`` and
-    ``sst2_test_accuracy`` (both the evaluation split's key under ``protocol: dev``)."""
-    task, _, eval_split = task_and_splits(config)
+    ``sst2_test_accuracy`` (both the evaluation split's key under ``protocol: dev``); on ``data.eval_path``
+    named after that file (``sst5_dev_validation_accuracy``)."""
+    task, _, eval_split, name = task_splits_and_eval_name(config)
     classification = task.kind in CLASSIFICATION_KINDS
     metric = args.report_metric or ("accuracy" if classification else "score")
     known = CLASSIFICATION_METRICS if classification else REGRESSION_METRICS
@@ -185,8 +186,8 @@ def report_keys(config: TrainConfig, args: SCLArgs) -> tuple[str, str]:
             f"{', '.join(known)}"
         )
     if args.protocol == "validation_test":
-        return f"{task.name}_validation_{metric}", f"{task.name}_test_{metric}"
-    return f"{task.name}_{eval_split}_{metric}", f"{task.name}_{eval_split}_{metric}"
+        return f"{name}_validation_{metric}", f"{name}_test_{metric}"
+    return f"{name}_{eval_split}_{metric}", f"{name}_{eval_split}_{metric}"
 
 
 def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool = False) -> dict:

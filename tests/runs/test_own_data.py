@@ -192,7 +192,8 @@ def test_reclaim_trains_on_string_labels_with_an_evaluation_file(tmp_path, tiny_
     assert code == 0, stderr
     summary = json.loads((output / "metrics.json").read_text())
     assert summary["report"]["eval"] == str(dev_path) and summary["report"]["n_train"] == 12
-    assert summary["report"]["label_names"] == ["bad", "good", "ok"] and "reviews_eval_accuracy" in summary["metrics"]
+    assert summary["report"]["label_names"] == ["bad", "good", "ok"]
+    assert "reviews-dev_eval_accuracy" in summary["metrics"]  # named after the evaluation file, not reviews.csv
 
     unseen = tmp_path / "unseen.csv"
     unseen.write_text("text,label\nfine,good\nwhat now,terrible\n", encoding="utf-8")
