@@ -1,7 +1,8 @@
 """``contrastext config show``: the effective config of a recipe with ``--set`` overrides, each value with its origin.
 
 Prints YAML (every key, defaults included, ``method_args`` with the method's own defaults) where each value
-carries a comment saying where it came from: ``recipe`` (the file), ``--set``, ``--output`` or ``default``.
+carries a comment saying where it came from: ``recipe`` (the file), ``--set``, ``--output``, ``preset <name>`` (a key ``method_args.preset`` set, see
+:mod:`contrastext.runs.protocol`) or ``default``.
 A training source of the file that a ``--set`` source replaces (see docs/DATA.md) is shown as null, with the
 ``--set`` key that replaced it. Nothing is loaded or written: the same validation as ``train`` runs first.
 
@@ -87,15 +88,20 @@ def effective_config(recipe: Path, overrides: list[str], output: Path | None) ->
     from contrastext.cli.train_command import prepare
     from contrastext.data.sources import SOURCE_KEYS, choose_source
     from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_run_spec, parse_method_args
+    from contrastext.runs.registry import get_run_spec, parse_method_args, resolve_preset
 
     file = recipe_path(recipe)
     config = prepare(recipe, overrides, output)
+    spec = get_run_spec(config.method)
+    config, preset = resolve_preset(spec, config)  # as the run applies method_args.preset
     raw = yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}
     effective = config.model_dump(mode="json")
-    effective["method_args"] = parse_method_args(get_run_spec(config.method), config).model_dump(mode="json")
+    effective["method_args"] = parse_method_args(spec, config).model_dump(mode="json")
     overridden = config.overridden_keys
     origins = value_origins(effective, raw, overridden, output_given=output is not None)
+    name = config.method_args.get("preset")
+    for key in preset:
+        origins[key] = f"preset {name}"
     data = effective["data"]
     chosen = choose_source({key: data.get(key) for key in SOURCE_KEYS}, overridden, str(file))
     for key in SOURCE_KEYS:  # as the run reads it: a --set source replaces the file's
@@ -107,7 +113,8 @@ def effective_config(recipe: Path, overrides: list[str], output: Path | None) ->
         origins[f"train.{unused}"] += f", not used: train.{config.length_from} sets the length"
     header = [
         f"# effective config of {file}" + (f" with --set {' '.join(overrides)}" if overrides else ""),
-        "# origins: recipe (the file), --set, --output, default (not in the file); every key: docs/CONFIG.md",
+        "# origins: recipe (the file), --set, --output, preset <name> (method_args.preset), default (not in the "
+        "file); every key: docs/CONFIG.md",
         f"# run length: train.{config.length_from}",
     ]
     return str(file), header + render(effective, origins)

@@ -53,6 +53,12 @@ from contrastext.negatives.distributed import all_gather_rows
 class ReclaimArgs(ClassificationArgs):
     """``method_args`` of the ``reclaim`` recipe (the paper's value beside each; docs/methods/reclaim.md)."""
 
+    preset: Literal["paper", "practical"] = Field(
+        default="paper",
+        description="paper: the recipe's paper settings; practical: settings that learn on your own file in a few "
+        "hundred steps (lr 3e-5 with 10 % warmup, head_lr 1e-3, k 10); a key given with --set wins "
+        "(docs/methods/reclaim.md)",
+    )
     lam: float = Field(default=0.1, ge=0, description="λ: weight of the ans part (loss = task + λ·ans); paper §5: 0.1")
     k: int = Field(
         default=100, gt=0, description="K nearest negatives per example and per bank (topk); paper §5.1: 100, "

@@ -42,6 +42,12 @@ from contrastext.objectives.supcon import CEPlusSupCon, SupCon
 class SCLArgs(ClassificationArgs):
     """``method_args`` of the ``scl`` recipe; every default is the paper's where the paper gives one."""
 
+    preset: Literal["paper", "practical"] = Field(
+        default="paper",
+        description="paper: the recipe's paper settings; practical: settings that learn on your own file in a few "
+        "hundred steps (all rows, one training, lr 3e-5 linear with 10 % warmup, head_lr 1e-3, λ 0.3, SupCon "
+        "mean); a key given with --set wins (docs/methods/scl.md)",
+    )
     lam: float = Field(default=0.9, ge=0, le=1, description="λ: weight of SupCon; CE weighs 1 − λ (paper: tuned)")
     temperature: float = Field(default=0.3, gt=0, description="τ of SupCon (paper: tuned)")
     supcon_reduction: Literal["sum", "mean"] = Field(

@@ -13,7 +13,9 @@ others anything.
 - ``run(config, args, data_root, resume) -> dict`` (optional): protocols of more than one stage (several
   seeds, pre-train then fine-tune, a pre-step) call :func:`~contrastext.runs.stages.run_training` per stage;
 - ``plan(config, args) -> list[StagePlan]`` (optional; default one stage): the stages that :func:`run_recipe`
-  prints before it runs them (:mod:`contrastext.runs.plan`).
+  prints before it runs them (:mod:`contrastext.runs.plan`);
+- ``protocol`` (optional, :class:`~contrastext.runs.protocol.Protocol`): the paper settings printed when the
+  recipe runs on a user's data, and the presets of ``method_args.preset`` (``scl``, ``reclaim``).
 
 Example::
 
@@ -33,6 +35,7 @@ from pydantic import BaseModel
 
 from contrastext.errors import UnknownNameError
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
+from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
 from contrastext.training.config import TrainConfig
 from contrastext.training.trainer import check_output_dir_is_free, check_resume_matches
@@ -59,6 +62,7 @@ class RunSpec:
     build: Callable[..., MethodBundle]
     run: Callable[..., dict] | None = None
     plan: Callable[..., list[StagePlan]] | None = None  # (config, args) -> the stages; default: one stage
+    protocol: Protocol | None = None  # the paper's settings shown on a user's data, and method_args.preset's presets
 
 
 def method_names() -> list[str]:
@@ -89,19 +93,29 @@ def parse_method_args(spec: RunSpec, config: TrainConfig) -> BaseModel:
     return config.method_args_as(spec.args_model)
 
 
+def resolve_preset(spec: RunSpec, config: TrainConfig) -> tuple[TrainConfig, dict]:
+    """``method_args.preset`` applied (:func:`contrastext.runs.protocol.apply_preset`): the config the run
+    uses and ``{key: (paper value, preset value)}`` of the keys the preset set."""
+    parse_method_args(spec, config)  # a bad preset name (or any key) is named before anything changes
+    return apply_preset(config, spec.protocol, spec.args_model)
+
+
 def run_recipe(config: TrainConfig, data_root: Path | None = None, resume: bool = False) -> dict:
-    """Validate ``method_args``, print the run's plan (:mod:`contrastext.runs.plan`) and run the recipe: the
-    method's own ``run`` or one stage.
+    """Validate ``method_args``, apply ``method_args.preset``, print the run's plan (:mod:`contrastext.runs.plan`)
+    and, on a user's data, the paper settings in force (:mod:`contrastext.runs.protocol`), and run the recipe:
+    the method's own ``run`` or one stage.
 
     ``data_root`` None means ``$CONTRASTEXT_DATA`` (see :func:`contrastext.data.root.resolve_data_root`).
     """
     spec = get_run_spec(config.method)
+    config, preset = resolve_preset(spec, config)
     args = parse_method_args(spec, config)
     if resume:
         check_resume_matches(config)  # before any model is loaded
     else:
         check_output_dir_is_free(config)  # before any model is loaded or anything is written
     print_plan(spec.plan(config, args) if spec.plan is not None else single_stage(config))
+    print_protocol(protocol_lines(spec.name, spec.protocol, config, args, preset))
     if spec.run is not None:
         return spec.run(config, args, data_root, resume)
     return run_training(config, seeded_build(spec.build, config, args, data_root), resume=resume)
