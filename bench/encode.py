@@ -64,6 +64,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 import markdown_block  # noqa: E402
+from device_arg import device_name  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = "encode.py"
@@ -432,19 +433,6 @@ def write_block(path: Path, block: str, suffix: str = "") -> None:
 
 
 # --------------------------------------------------------------------------------------------------- main
-
-
-def device_name(text: str) -> str:
-    """argparse type of ``--device``: ``cpu`` or ``cuda[:N]``, normalised by ``torch.device``."""
-    import torch
-
-    try:
-        device = torch.device(text)
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}") from None
-    if device.type not in ("cpu", "cuda"):
-        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}")
-    return "cpu" if device.type == "cpu" else str(device)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

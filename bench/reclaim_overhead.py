@@ -100,6 +100,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 import markdown_block  # noqa: E402
+from device_arg import device_name  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -627,19 +628,6 @@ def int_list(text: str) -> list[int]:
     if not values or min(values) < 2:
         raise argparse.ArgumentTypeError(f"expected integers >= 2; got {text!r}")
     return values
-
-
-def device_name(text: str) -> str:
-    """argparse type of ``--device``: ``cpu`` or ``cuda[:N]``, normalised by ``torch.device``."""
-    import torch
-
-    try:
-        device = torch.device(text)
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}") from None
-    if device.type not in ("cpu", "cuda"):
-        raise argparse.ArgumentTypeError(f"expected cpu or cuda[:N], got {text!r}")
-    return "cpu" if device.type == "cpu" else str(device)
 
 
 def row_list(text: str) -> list[str]:
