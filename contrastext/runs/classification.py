@@ -1,6 +1,6 @@
 """The pieces every fine-tuning recipe shares (SCL, RECLAIM, CAPT's fine-tuning): its encoder, its evaluators.
 
-The evaluator of the evaluation split (what checkpoints are selected on) is :func:`head_evaluator`; a run
+The plan's evaluation text is :func:`classifier_evaluation_text`. The evaluator of the evaluation split (what checkpoints are selected on) is :func:`head_evaluator`; a run
 with a separate test split (SCL's protocol) scores the selected checkpoint once with :func:`evaluator_on_test`.
 
 Example::
@@ -17,12 +17,33 @@ from contrastext.evaluation.evaluators import Evaluator, make_evaluator
 from contrastext.methods.classification import ClassificationArgs
 from contrastext.runs.data import ClassificationData
 from contrastext.runs.encoders import build_encoder
+from contrastext.runs.plan import evaluation_text
 from contrastext.training.config import TrainConfig
 
 
 def classifier_encoder(config: TrainConfig, args: ClassificationArgs):
     """``config.model`` with the pooling the head reads and ``data.max_length``."""
     return build_encoder(config, pooling=args.pooling)
+
+
+def classifier_evaluation_text(config: TrainConfig, args: ClassificationArgs) -> str:
+    """The plan's evaluation of a classifier: ``eval.tasks`` on the recipe's task; on a user's data the rows it
+    is really evaluated on (``data.eval_path``, ``data.eval_split`` or the seeded holdout), since the recipe's
+    ``eval.tasks`` go with the ``data.task`` that ``--set data.path`` replaces (:func:`classification_spec`)."""
+    from contrastext.data.sources import DEFAULT_HOLDOUT
+    from contrastext.runs.protocol import is_user_data
+
+    if is_user_data(config) is None:
+        return evaluation_text(config)
+    data = config.data
+    if data.eval_path is not None:
+        rows = f"eval {data.eval_path}"
+    elif data.eval_split is not None:
+        rows = f"eval {data.dataset}[{data.eval_split}]"
+    else:
+        share = DEFAULT_HOLDOUT if args.holdout is None else args.holdout
+        rows = f"eval a {share:.0%} holdout of the training rows (seed {args.holdout_seed})"
+    return rows + (f" (first {config.eval.limit})" if config.eval.limit is not None else "")
 
 
 def head_evaluator(config: TrainConfig, data: ClassificationData) -> Evaluator:

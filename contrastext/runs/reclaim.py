@@ -22,8 +22,9 @@ import torch
 from contrastext.data.examples import IndexedExample
 from contrastext.errors import ConfigError
 from contrastext.methods.reclaim import ReclaimArgs, ReclaimMethod
-from contrastext.runs.classification import classifier_encoder, head_evaluator
+from contrastext.runs.classification import classifier_encoder, classifier_evaluation_text, head_evaluator
 from contrastext.runs.data import ClassificationData, load_classification_data
+from contrastext.runs.plan import StagePlan
 from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import MethodBundle
@@ -73,6 +74,11 @@ def build(config: TrainConfig, args: ReclaimArgs, data_root: Path | None) -> Met
     return MethodBundle(method, list(data.train), head_evaluator(config, data), final_report=lambda _m: description)
 
 
+def plan(config: TrainConfig, args: ReclaimArgs) -> list[StagePlan]:
+    """One training; on a user's data its evaluation rows are the file's, not the recipe's ``eval.tasks``."""
+    return [StagePlan("train", config, (config.seed,), evaluation=classifier_evaluation_text(config, args))]
+
+
 PROTOCOL = Protocol(
     paper="RECLAIM, ICLR 2021 submission",
     settings=(
@@ -97,4 +103,4 @@ PROTOCOL = Protocol(
     docs="docs/methods/reclaim.md",
 )
 
-SPEC = RunSpec(name="reclaim", args_model=ReclaimArgs, build=build, protocol=PROTOCOL)
+SPEC = RunSpec(name="reclaim", args_model=ReclaimArgs, build=build, plan=plan, protocol=PROTOCOL)

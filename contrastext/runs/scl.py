@@ -40,7 +40,12 @@ from pathlib import Path
 
 from contrastext.errors import ConfigError
 from contrastext.methods.scl import SCLArgs, SCLMethod
-from contrastext.runs.classification import classifier_encoder, evaluator_on_test, head_evaluator
+from contrastext.runs.classification import (
+    classifier_encoder,
+    classifier_evaluation_text,
+    evaluator_on_test,
+    head_evaluator,
+)
 from contrastext.runs.data import (
     CLASSIFICATION_KINDS,
     ClassificationData,
@@ -48,7 +53,7 @@ from contrastext.runs.data import (
     split_validation_test,
     task_splits_and_eval_name,
 )
-from contrastext.runs.plan import StagePlan, evaluation_text
+from contrastext.runs.plan import StagePlan
 from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
@@ -245,8 +250,8 @@ def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool
 def plan(config: TrainConfig, args: SCLArgs) -> list[StagePlan]:
     """One training per seed of ``method_args.seeds``, each with the run's length and limits."""
     seeds = tuple(args.seeds or [config.seed])
-    evaluation = evaluation_text(config)
-    if args.protocol == "validation_test" and config.eval.tasks:
+    evaluation = classifier_evaluation_text(config, args)
+    if args.protocol == "validation_test" and evaluation != "no evaluation":
         evaluation += ", split into validation and test"
     return [StagePlan("seed-<s>", seed_config(config, seeds[0]), seeds, evaluation=evaluation)]
 

@@ -174,3 +174,19 @@ def test_the_practical_preset_learns_on_a_small_real_labelled_file(tmp_path, min
     summary = json.loads((output / "summary.json").read_text())
     assert summary["seeds"] == [42] and summary["paper_figure"]["metric"] == "reviews_dev_test_accuracy"
     assert summary["paper_figure"]["mean"] > majority + 10, (summary["paper_figure"], majority)
+
+
+def test_the_plan_names_the_rows_a_classifier_on_a_user_file_is_evaluated_on():
+    """The recipe's eval.tasks [sst2:dev] go with the data.task that --set data.path replaced: the plan says so."""
+    from contrastext.runs.plan import plan_lines
+
+    def plan(recipe: str, *overrides: str) -> list[str]:
+        spec = get_run_spec(recipe)
+        config = load_config(RECIPES / f"{recipe}.yaml", list(overrides))
+        return plan_lines(spec.plan(config, parse_method_args(spec, config)))
+
+    scl = plan("scl", "data.path=reviews.csv", "data.eval_path=reviews_dev.csv", "eval.limit=64")
+    assert "eval reviews_dev.csv (first 64), split into validation and test" in scl[1] and "sst2" not in scl[1]
+    assert "eval a 20% holdout of the training rows (seed 0)" in plan("reclaim", "data.path=reviews.csv")[1]
+    assert "eval folder[validation]" in plan("reclaim", "data.dataset=folder", "data.eval_split=validation")[1]
+    assert "eval sst2:dev" in plan("scl")[1] and "eval sst2:dev" in plan("reclaim")[1]  # the benchmark: unchanged
