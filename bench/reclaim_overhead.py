@@ -641,7 +641,7 @@ def row_list(text: str) -> list[str]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bank-sizes", type=int_list, default=[SST2_ROWS, 1_000_000])
-    parser.add_argument("--rows", type=row_list, default=list(ROWS), help="comma-separated: " + ", ".join(ROWS))
+    parser.add_argument("--rows", type=row_list, default=list(ROWS), help="comma-separated: " + ", ".join(ROWS).replace("%", "%%"))
     parser.add_argument("--steps", type=int, default=20, help="timed steps per child")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)

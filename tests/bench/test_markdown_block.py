@@ -76,3 +76,4 @@ def test_every_script_takes_section_suffix(script, markdown_block):
         assert module.parse_args([]).section_suffix == ""
     finally:
         del sys.modules[name]
+
