@@ -35,6 +35,7 @@ from contrastext.runs.data import USER_DATA_CLEARED, load_classification_data, l
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
 from contrastext.runs.plan import StagePlan
+from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import (
     NO_EVAL_OR_SAVE,
@@ -212,4 +213,22 @@ def plan(config: TrainConfig, args: CAPTArgs) -> list[StagePlan]:
     return stages
 
 
-SPEC = RunSpec(name="capt", args_model=CAPTArgs, build=build, run=run, plan=plan)
+# recipes/capt.yaml and capt-continued.yaml share this spec: the paper's value is named where capt-continued's
+# (a short continued pre-training) differs from it.
+PROTOCOL = Protocol(
+    paper="Luo et al., EMNLP 2021",
+    settings=(
+        PaperSetting("train.batch_size", "paper Table 4: 2k, small model"),
+        PaperSetting("train.max_steps", "paper Table 4: 200k, small model"),
+        PaperSetting("train.lr", "paper §3.1, Table 4: peak 5e-4, small model"),
+        PaperSetting("data.max_length", "not given by the paper"),
+        PaperSetting("method_args.mask_probability", "paper §3.1"),
+        PaperSetting("method_args.temperature", "paper Eq. 6"),
+        PaperSetting("method_args.temperature_floor", "paper Eq. 6"),
+        PaperSetting("method_args.queue_size", "paper §3.1"),
+    ),
+    presets={},
+    docs="docs/methods/capt.md",
+)
+
+SPEC = RunSpec(name="capt", args_model=CAPTArgs, build=build, run=run, plan=plan, protocol=PROTOCOL)

@@ -26,6 +26,7 @@ from contrastext.data.tasks import load_task
 from contrastext.methods.gd import GDArgs
 from contrastext.methods.simcse import SimCSE
 from contrastext.objectives.registry import make_objective
+from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.simcse import build_simcse
 from contrastext.runs.stages import MethodBundle
@@ -110,4 +111,21 @@ def build(config: TrainConfig, args: GDArgs, data_root: Path | None) -> MethodBu
     )
 
 
-SPEC = RunSpec(name="gd", args_model=GDArgs, build=build)
+# The paper states none of these (docs/methods/gd.md, "paper value (section/equation)"): the authors' code does.
+CODE = "not given by the paper: the authors' "
+PROTOCOL = Protocol(
+    paper="Nie, Zhang & Mao, ICLR 2023",
+    settings=(
+        PaperSetting("train.epochs", CODE + "run_unsup_example.sh"),
+        PaperSetting("train.batch_size", CODE + "run_unsup_example.sh"),
+        PaperSetting("train.lr", CODE + "run_unsup_example.sh"),
+        PaperSetting("data.max_length", CODE + "run_unsup_example.sh"),
+        PaperSetting("method_args.temperature", CODE + "train.py --temp"),
+        PaperSetting("method_args.lam", CODE + "train.py loss_lambda (align_uniform)"),
+        PaperSetting("method_args.pooling", CODE + "--pooler_type cls, MLP in training"),
+    ),
+    presets={},
+    docs="docs/methods/gd.md",
+)
+
+SPEC = RunSpec(name="gd", args_model=GDArgs, build=build, protocol=PROTOCOL)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from contrastext.methods.mnrl import MNRLArgs
 from contrastext.runs.plan import StagePlan, single_stage
+from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.simcse import build_simcse
 from contrastext.runs.stages import MethodBundle
@@ -38,4 +39,20 @@ def plan(config: TrainConfig, args: MNRLArgs) -> list[StagePlan]:
     return single_stage(config, source=None if data.path or data.dataset or data.task else DEFAULT_TASK)
 
 
-SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan)
+# Henderson et al. give the loss, not these values: each is named by its source (docs/methods/mnrl.md).
+PROTOCOL = Protocol(
+    paper="Henderson et al. 2017; sentence-transformers' MultipleNegativesRankingLoss",
+    settings=(
+        PaperSetting("train.batch_size", "not given by the paper: ours; each row's negatives are the batch's others"),
+        PaperSetting("train.lr", "sentence-transformers' fit() default"),
+        PaperSetting("train.schedule", "sentence-transformers' fit() default"),
+        PaperSetting("train.warmup_ratio", "sentence-transformers' training examples"),
+        PaperSetting("method_args.temperature", "MultipleNegativesRankingLoss: 1 / scale 20"),
+        PaperSetting("data.max_length", "ours: at most the model's max_seq_length"),
+        PaperSetting("method_args.pooling", "null: the model's own, as sentence-transformers"),
+    ),
+    presets={},
+    docs="docs/methods/mnrl.md",
+)
+
+SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan, protocol=PROTOCOL)

@@ -33,6 +33,7 @@ from contrastext.objectives.registry import BatchShape, make_objective, objectiv
 from contrastext.runs.data import TrainingData, load_training_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
+from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import MethodBundle
 from contrastext.training.config import TrainConfig
@@ -150,7 +151,40 @@ def build_sup(config: TrainConfig, args: SimCSESupArgs, data_root: Path | None) 
     return build_simcse(config, args, data_root, supervised=True, default_task="nli-triplets")
 
 
+# The SimCSE paper's BERT-base settings (docs/methods/simcse-*.md, "The paper's setting and ours"); what it
+# does not state is named by its source, the authors' run_unsup_example.sh / run_sup_example.sh.
+SIMCSE_PAPER = "Gao, Yao & Chen, EMNLP 2021"
+UNSUP_PROTOCOL = Protocol(
+    paper=SIMCSE_PAPER,
+    settings=(
+        PaperSetting("train.epochs", "paper: 1 epoch"),
+        PaperSetting("train.batch_size", "paper: BERT-base"),
+        PaperSetting("train.lr", "paper: BERT-base"),
+        PaperSetting("train.schedule", "SimCSE's code: HF Trainer's linear decay, no warmup"),
+        PaperSetting("data.max_length", "SimCSE's run_unsup_example.sh: --max_seq_length 32"),
+        PaperSetting("method_args.temperature", "paper: τ"),
+        PaperSetting("method_args.pooling", "paper: [CLS]"),
+        PaperSetting("method_args.mlp", "paper: the MLP in training only"),
+    ),
+    presets={},
+    docs="docs/methods/simcse-unsup.md",
+)
+SUP_PROTOCOL = Protocol(
+    paper=SIMCSE_PAPER,
+    settings=(
+        PaperSetting("train.epochs", "paper: 3 epochs"),
+        PaperSetting("train.batch_size", "paper: 512 in all, 4 GPUs × 128"),
+        PaperSetting("train.lr", "paper: BERT-base"),
+        PaperSetting("train.schedule", "SimCSE's code: HF Trainer's linear decay, no warmup"),
+        PaperSetting("data.max_length", "SimCSE's run_sup_example.sh: --max_seq_length 32"),
+        PaperSetting("method_args.temperature", "paper: τ"),
+        PaperSetting("method_args.mlp", "SimCSE's run_sup_example.sh: kept, no --mlp_only_train"),
+    ),
+    presets={},
+    docs="docs/methods/simcse-sup.md",
+)
+
 SPECS = [
-    RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup),
-    RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup),
+    RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup, protocol=UNSUP_PROTOCOL),
+    RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup, protocol=SUP_PROTOCOL),
 ]
