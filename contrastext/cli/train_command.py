@@ -7,6 +7,8 @@ Example::
     contrastext train simcse-unsup --set data.path=my_sentences.txt data.task=null eval.tasks= \
         train.metric_for_best=null --output runs/mine     # own file: no data root needed
     contrastext train recipes/simcse-unsup.yaml --output runs/simcse --resume   # continue a killed run
+    contrastext train simcse-unsup --resume-from runs/simcse/checkpoints/step-000600 --output runs/simcse-b
+        # continue a checkpoint (or a run folder's latest) into a new folder; the source is left as it is
 """
 
 from __future__ import annotations
@@ -140,6 +142,15 @@ def train_command(
             "starts from scratch when there is none.",
         ),
     ] = False,
+    resume_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume-from",
+            help="Continue a checkpoint (a checkpoints/step-N folder, or a run folder: its latest) into the new "
+            "--output folder, as Hugging Face's resume_from_checkpoint: its weights, optimizer, scheduler, RNG "
+            "states and step. Same config as that run; the source is never written to. One-stage recipes only.",
+        ),
+    ] = None,
     data_root: Annotated[
         Path | None,
         typer.Option(
@@ -162,10 +173,11 @@ def train_command(
     root = resolve_data_root(data_root) if data_root is not None else None
     # Under a launcher (torchrun, accelerate launch) every process runs this command: the main one prints.
     main = is_main_process()
-    action = "resuming" if resume else "training"
+    action = "resuming" if resume or resume_from is not None else "training"
+    source = config.model if resume_from is None else resume_from
     if main:
-        typer.echo(f"{action} {config.method} from {config.model}; outputs in {config.output_dir}")
-    summary = run_recipe(config, root, resume=resume)
+        typer.echo(f"{action} {config.method} from {source}; outputs in {config.output_dir}")
+    summary = run_recipe(config, root, resume=resume, resume_from=resume_from)
     if not is_main_process():
         return
     print_summary(summary)

@@ -33,11 +33,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from contrastext.errors import UnknownNameError
+from contrastext.errors import ConfigError, UnknownNameError
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
 from contrastext.training.config import TrainConfig
+from contrastext.training.resume_check import RESUME_FROM, check_resume_from
 from contrastext.training.trainer import check_output_dir_is_free, check_resume_matches
 
 # Recipe method name -> dotted path of the module that defines its RunSpec.
@@ -100,22 +101,36 @@ def resolve_preset(spec: RunSpec, config: TrainConfig) -> tuple[TrainConfig, dic
     return apply_preset(config, spec.protocol, spec.args_model)
 
 
-def run_recipe(config: TrainConfig, data_root: Path | None = None, resume: bool = False) -> dict:
+def run_recipe(
+    config: TrainConfig, data_root: Path | None = None, resume: bool = False, resume_from: str | Path | None = None
+) -> dict:
     """Validate ``method_args``, apply ``method_args.preset``, print the run's plan (:mod:`contrastext.runs.plan`)
     and, on a user's data, the paper settings in force (:mod:`contrastext.runs.protocol`), and run the recipe:
     the method's own ``run`` or one stage.
 
     ``data_root`` None means ``$CONTRASTEXT_DATA`` (see :func:`contrastext.data.root.resolve_data_root`).
+    ``resume_from`` (a checkpoint folder, or a run folder: its latest checkpoint) continues that checkpoint into
+    ``config.output_dir``, a free folder apart from the source (:func:`check_resume_from`); one-stage recipes only.
     """
     spec = get_run_spec(config.method)
     config, preset = resolve_preset(spec, config)
     args = parse_method_args(spec, config)
+    if resume and resume_from is not None:
+        raise ConfigError(f"--resume and {RESUME_FROM} together: --resume continues the run in its own output "
+                          f"folder, {RESUME_FROM} continues a checkpoint into a new one; give one of them")
+    if resume_from is not None and spec.run is not None:
+        raise ConfigError(
+            f"{RESUME_FROM}: {spec.name} runs several stages (pre-steps, fine-tunings or seeds, each in its own "
+            f"subfolder), which {RESUME_FROM} does not continue; use --resume in the run's own output folder"
+        )
     if resume:
         check_resume_matches(config)  # before any model is loaded
     else:
+        if resume_from is not None:  # the source checked first: the new folder must not overlap it
+            resume_from = check_resume_from(config, resume_from)
         check_output_dir_is_free(config)  # before any model is loaded or anything is written
     print_plan(spec.plan(config, args) if spec.plan is not None else single_stage(config))
     print_protocol(protocol_lines(spec.name, spec.protocol, config, args, preset))
     if spec.run is not None:
         return spec.run(config, args, data_root, resume)
-    return run_training(config, seeded_build(spec.build, config, args, data_root), resume=resume)
+    return run_training(config, seeded_build(spec.build, config, args, data_root), resume=resume_from or resume)

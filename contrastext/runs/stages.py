@@ -145,8 +145,11 @@ def finished_summary(folder: str | Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool = False) -> dict:
+def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool | str | Path = False) -> dict:
     """One stage: build the Trainer, train, evaluate the best checkpoint, write metrics.json.
+
+    ``resume``: True continues the latest checkpoint in ``output_dir``; a checkpoint folder continues that one
+    (another run's: into ``output_dir``, see :meth:`~contrastext.training.trainer.Trainer.train`).
 
     Returns (and writes to ``<output_dir>/metrics.json``) ``{"method", "output_dir", "metric_for_best",
     "best_metric", "best_step", "last_step", "best_model_dir", "final_model_dir", "log_path", "metrics",

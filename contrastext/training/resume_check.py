@@ -5,6 +5,12 @@ how long to go on (``train.max_steps``), how often to evaluate, save and log, th
 run lies. Everything else (learning rate, batch size, data, method arguments, seed, ...) must match the
 checkpoint's ``config.yaml``; otherwise the run would be half one config and half another.
 
+``--resume-from CHECKPOINT`` (Hugging Face's ``resume_from_checkpoint=path``) continues a checkpoint of another
+run into a new folder: :func:`resume_source` finds the checkpoint (a ``checkpoints/step-N`` folder, or a run
+folder: its latest intact one) and :func:`check_resume_from` refuses, before any model loads, a changed config
+(the same rule) and a new folder that is, or lies inside, the checkpoint's run folder, or that holds the
+checkpoint: nothing is written over an input.
+
 Example::
 
     >>> changed_keys(saved_yaml, config)
@@ -13,11 +19,19 @@ Example::
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from contrastext.errors import ConfigError
+from contrastext.errors import ConfigError, ContrastextError, MissingDataError
+from contrastext.training.checkpoint import (
+    CHECKPOINTS_DIR,
+    STATE_FILE,
+    latest_intact_checkpoint,
+    verify_checkpoint,
+)
 from contrastext.training.config import TrainConfig
 
 SAFE_RESUME_KEYS = frozenset(
@@ -63,14 +77,76 @@ def changed_keys(saved_config_text: str, config: TrainConfig) -> list[tuple[str,
     ]
 
 
-def check_resume_config(saved_config_text: str, config: TrainConfig, checkpoint: str) -> None:
+def check_resume_config(saved_config_text: str, config: TrainConfig, checkpoint: str, flag: str = "--resume") -> None:
     """Refuse to resume ``checkpoint`` with a config that differs in keys outside :data:`SAFE_RESUME_KEYS`."""
     changes = changed_keys(saved_config_text, config)
     if not changes:
         return
     shown = ", ".join(f"{key} ({old!r} -> {new!r})" for key, old, new in changes)
     raise ConfigError(
-        f"--resume: the config differs from the one {checkpoint} was trained with in {shown}; resume with the "
+        f"{flag}: the config differs from the one {checkpoint} was trained with in {shown}; resume with the "
         f"same settings (only {', '.join(sorted(SAFE_RESUME_KEYS))} may change), or start a fresh run in "
         "another folder (or with train.overwrite=true)"
     )
+
+
+RESUME_FROM = "--resume-from"
+
+
+def resume_source(path: str | os.PathLike) -> Path:
+    """The checkpoint folder ``--resume-from PATH`` continues: PATH itself when it is a checkpoint (it holds
+    ``trainer_state.json``), else, for a run folder, its latest intact checkpoint; MissingDataError otherwise."""
+    path = Path(path)
+    if not path.is_dir():
+        raise MissingDataError(f"{RESUME_FROM}: no checkpoint or run folder at {path}")
+    if (path / STATE_FILE).is_file():
+        try:
+            return verify_checkpoint(path, checksums=False)
+        except ContrastextError as error:
+            raise MissingDataError(f"{RESUME_FROM}: {error}") from None
+    folder = latest_intact_checkpoint(path) if (path / CHECKPOINTS_DIR).is_dir() else None
+    if folder is None:
+        raise MissingDataError(
+            f"{RESUME_FROM}: {path} is neither a checkpoint (a {CHECKPOINTS_DIR}/step-N folder) nor a run folder "
+            f"holding a complete checkpoint"
+        )
+    return folder
+
+
+def run_folder_of(checkpoint: Path) -> Path:
+    """The run a checkpoint belongs to (``<run>/checkpoints/step-N``); a checkpoint lying elsewhere is its own."""
+    checkpoint = Path(checkpoint).resolve()
+    return checkpoint.parent.parent if checkpoint.parent.name == CHECKPOINTS_DIR else checkpoint
+
+
+def resumes_in_place(checkpoint: str | os.PathLike, output_dir: str | os.PathLike) -> bool:
+    """Whether ``checkpoint`` is one of ``output_dir``'s own (a resume in place, not into a new folder)."""
+    return run_folder_of(Path(checkpoint)) == Path(output_dir).resolve()
+
+
+def check_new_folder(checkpoint: Path, output_dir: str | os.PathLike) -> None:
+    """Refuse a new folder that is, or lies inside, the checkpoint's run folder, or that holds the checkpoint."""
+    source, new = run_folder_of(checkpoint), Path(output_dir).resolve()
+    if new.is_relative_to(source):
+        raise ConfigError(
+            f"{RESUME_FROM}: the output folder {output_dir} is, or lies inside, the run folder of {checkpoint} "
+            f"({source}); choose another --output (the source run is never written to), or use --resume to "
+            "continue that run in its own folder"
+        )
+    if Path(checkpoint).resolve().is_relative_to(new):
+        raise ConfigError(
+            f"{RESUME_FROM}: the checkpoint {checkpoint} lies inside the output folder {output_dir}; choose an "
+            "output folder that does not hold it"
+        )
+
+
+def check_resume_from(config: TrainConfig, path: str | os.PathLike) -> Path:
+    """``--resume-from PATH`` into ``config.output_dir``: the checkpoint folder to continue, after refusing a new
+    folder that overlaps the source (:func:`check_new_folder`) and a config that differs from the checkpoint's
+    outside :data:`SAFE_RESUME_KEYS`. Cheap: reads one ``config.yaml``, loads no model."""
+    checkpoint = resume_source(path)
+    check_new_folder(checkpoint, config.output_dir)
+    saved = checkpoint / "config.yaml"
+    if saved.is_file():
+        check_resume_config(saved.read_text(encoding="utf-8"), config, str(checkpoint), flag=RESUME_FROM)
+    return checkpoint

@@ -51,7 +51,7 @@ from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError, MissingDataError
 from contrastext.runtime.processes import describe_world
-from contrastext.runtime.run_log import LOG_NAME
+from contrastext.runtime.run_log import LOG_NAME, read_log
 from contrastext.runtime.seeding import make_generator, set_seed
 from contrastext.training.checkpoint import (
     STATE_FILE,
@@ -71,7 +71,13 @@ from contrastext.training.divergence import TOTAL, check_finite_step, check_fini
 from contrastext.training.grad_cache import check_cache_chunk, trainer_step
 from contrastext.training.logging import RunLogger
 from contrastext.training.method import Method, total_loss
-from contrastext.training.resume_check import check_resume_config
+from contrastext.training.resume_check import (
+    RESUME_FROM,
+    check_new_folder,
+    check_resume_config,
+    resumes_in_place,
+    run_folder_of,
+)
 from contrastext.training.schedules import optimizer_from_config, scheduler_from_config
 
 logger = logging.getLogger("contrastext.training")
@@ -286,7 +292,11 @@ class Trainer:
             epoch, index = epoch + 1, 0
 
     def train(self, resume: bool | str | os.PathLike = False) -> TrainResult:
-        """Run the training; ``resume=True`` continues from the latest checkpoint (or a given folder)."""
+        """Run the training; ``resume=True`` continues from the latest checkpoint (or a given folder).
+
+        A given checkpoint folder of another run (``resume_from_checkpoint``) continues into ``output_dir``, which
+        must not hold a run (unless ``train.overwrite``) nor overlap that run; the run's log up to the checkpoint
+        and its ``best/`` are copied (:func:`adopt_history`); the source is only read."""
         run = self._prepare(resume)
         self._evaluate_start(run)
         progress = tqdm(
@@ -320,6 +330,9 @@ class Trainer:
         """Accelerator, optimiser and schedule; the output folder claimed (before anything is written in it),
         the config written, the state fresh or resumed, and the method told how many steps there are."""
         train = self.config.train
+        elsewhere = resume not in (False, True) and not resumes_in_place(resume, self.output_dir)
+        if elsewhere:  # another run's checkpoint into a new folder: never one that overlaps that run
+            check_new_folder(Path(resume), self.output_dir)
         mixed_precision = resolve_mixed_precision(train.mixed_precision)
         forget_other_precision(mixed_precision)
         accelerator = Accelerator(
@@ -343,7 +356,7 @@ class Trainer:
         run_log = RunLogger(
             self.output_dir, report_to=train.report_to, enabled=main, config=self.config.model_dump(mode="json")
         )
-        if not resume:
+        if not resume or elsewhere:
             self._claim_output_dir(run_log)
         if main:
             clean_stale_temporaries(self.output_dir)
@@ -507,8 +520,11 @@ class Trainer:
                 raise MissingDataError(f"no checkpoint folder at {folder}")
         saved_config = folder / "config.yaml"
         if saved_config.is_file():
-            check_resume_config(saved_config.read_text(encoding="utf-8"), self.config, str(folder))
+            flag = "--resume" if resumes_in_place(folder, self.output_dir) else RESUME_FROM
+            check_resume_config(saved_config.read_text(encoding="utf-8"), self.config, str(folder), flag=flag)
         state = load_checkpoint(folder, method, optimizer, scheduler, scaler)
+        if run_log.enabled and not resumes_in_place(folder, self.output_dir):
+            adopt_history(run_folder_of(folder), self.output_dir, state)
         run_log.truncate_after(state.step)
         logger.info("resuming from %s (step %d)", folder, state.step)
         return state
@@ -617,6 +633,33 @@ class Trainer:
             method.encoder.save(temporary / "encoder")
 
         write_folder_atomically(folder, write)
+
+
+def adopt_history(source: Path, output_dir: Path, state: TrainerState) -> None:
+    """Resuming another run's checkpoint into ``output_dir``: copy what that run wrote up to the checkpoint's step,
+    so the new folder reads as the uninterrupted run would: its log (records up to the step; ``plot`` draws the
+    whole curve) and its ``best/`` when that still holds the checkpoint's best step (else a warning: the best
+    weights of the source are newer than the checkpoint, and only a better evaluation fills ``best/``).
+    The source is only read."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    log = source / LOG_NAME
+    if log.is_file():
+        kept = [record for record in read_log(log) if record["step"] <= state.step]
+        atomic_write_text(output_dir / LOG_NAME, "".join(json.dumps(record) + "\n" for record in kept))
+    if state.best_step is None:
+        return
+    best = source / "best"
+    try:
+        best_step = json.loads((best / STATE_FILE).read_text(encoding="utf-8")).get("best_step")
+    except (OSError, ValueError, AttributeError):
+        best_step = None
+    if best_step == state.best_step:
+        write_folder_atomically(output_dir / "best", lambda folder: shutil.copytree(best, folder, dirs_exist_ok=True))
+    else:
+        logger.warning(
+            "%s does not hold the checkpoint's best weights (step %s): %s/best is written only when an evaluation "
+            "beats them", best, state.best_step, output_dir,
+        )
 
 
 def announce_world(accelerator: Accelerator) -> None:
