@@ -18,7 +18,7 @@ from contrastext.runs.registry import get_run_spec, parse_method_args, resolve_p
 from contrastext.training.config import load_config
 from tests.cli.cli_runs import run
 from tests.runs.recipe_runs import RECIPES
-from tests.runs.test_own_data import QUIET, write_reviews
+from tests.runs.test_own_data import QUIET, write_pairs, write_reviews
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +29,7 @@ def no_data_root(monkeypatch):
 def block(recipe: str, *overrides: str) -> list[str]:
     """The protocol block ``run_recipe`` prints for ``recipes/<recipe>.yaml`` with ``overrides``."""
     config = load_config(RECIPES / f"{recipe}.yaml", list(overrides))
-    spec = get_run_spec(recipe)
+    spec = get_run_spec(config.method)  # capt-continued.yaml is method capt
     config, applied = resolve_preset(spec, config)
     return protocol_lines(spec.name, spec.protocol, config, parse_method_args(spec, config), applied)
 
@@ -64,6 +64,70 @@ def test_scl_on_a_user_file_prints_the_paper_settings_in_force_before_the_model_
     assert last.startswith("override with --set KEY=VALUE; --set method_args.preset=practical sets ")
     assert "data.few_shot=null" in last and "train.lr=3.0e-05" in last and last.endswith("(docs/methods/scl.md)")
     assert "train.max_steps=2" not in body  # the run's own --set keys are not paper settings
+
+
+# Every recipe whose paper settings matter on a user's data, and the kind of file it trains on. multitask has
+# no Protocol: it trains on registry data.tasks only and refuses data.path / data.dataset.
+PROTOCOL_RECIPES = {
+    "scl": "reviews", "reclaim": "reviews", "simcse-unsup": "sentences", "simcse-sup": "pairs", "mnrl": "pairs",
+    "gd": "sentences", "capt": "sentences", "capt-continued": "sentences",
+}
+
+
+def user_file(folder: Path, kind: str) -> Path:
+    if kind == "reviews":
+        return write_reviews(folder / "reviews.csv")
+    if kind == "pairs":
+        return write_pairs(folder, ".csv")
+    path = folder / "sentences.txt"
+    path.write_text("".join(f"sentence number {i}\n" for i in range(12)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("recipe", sorted(PROTOCOL_RECIPES))
+def test_every_recipe_with_a_protocol_prints_it_on_a_user_file_before_the_model_loads(recipe, tmp_path, capsys):
+    """`contrastext train <recipe> --set data.path=FILE` prints the block (the recipe's Protocol, each setting with
+    its source) after the plan; the model (a missing folder here) is loaded only after it."""
+    path = user_file(tmp_path, PROTOCOL_RECIPES[recipe])
+    overrides = [f"model={tmp_path / 'no-model'}", f"data.path={path}"]
+    if PROTOCOL_RECIPES[recipe] != "reviews":
+        overrides.append("eval.tasks=[]")  # no data root: STS-B dev is not read
+    if recipe == "gd":
+        overrides.append("method_args.geometry=false")  # its geometry diagnostics read STS-B dev too
+    argv = ["train", recipe, "--output", str(tmp_path / "o"), *[item for o in overrides for item in ("--set", o)]]
+    code, stdout, stderr = run(argv, capsys)
+    assert code == 2 and "no-model: no such file or folder" in stderr, stderr
+    expected = block(recipe, *overrides)
+    spec = get_run_spec(load_config(RECIPES / f"{recipe}.yaml", []).method)
+    assert expected[0] == f"{spec.name} on your data (data.path) keeps the paper's protocol ({spec.protocol.paper}), " \
+        "method_args.preset=paper:"
+    assert len(expected) == len(spec.protocol.settings) + 2 and expected[-1].endswith(f"({spec.protocol.docs})")
+    lines = stdout.splitlines()
+    start = lines.index(expected[0])
+    assert lines[start:start + len(expected)] == expected
+    assert lines[0].startswith(f"training {spec.name} from ") and lines[1].startswith("plan: ")  # the plan first
+    assert block(recipe) == []  # the recipe's own benchmark data: nothing to say
+
+
+@pytest.mark.parametrize("recipe", sorted(PROTOCOL_RECIPES))
+def test_every_paper_setting_is_a_key_of_the_recipes_config_with_its_source(recipe):
+    """A misspelt key would print nothing (or fail at run time): each one names a field of its section (method_args:
+    of the recipe's args model), appears once, and says where its value comes from."""
+    config = load_config(RECIPES / f"{recipe}.yaml", [])
+    spec = get_run_spec(config.method)
+    assert spec.protocol is not None
+    assert (RECIPES.parent / spec.protocol.docs).is_file()
+    keys = [setting.key for setting in spec.protocol.settings]
+    assert len(keys) == len(set(keys)) and 1 <= len(keys) <= 8
+    for setting in spec.protocol.settings:
+        section, _, field = setting.key.partition(".")
+        model = spec.args_model if section == "method_args" else type(getattr(config, section))
+        assert field in model.model_fields, setting.key
+        assert setting.where.strip(), setting.key
+
+
+def test_multitask_has_no_protocol_since_it_refuses_a_users_file():
+    assert get_run_spec("multitask").protocol is None
 
 
 def test_the_block_leaves_out_keys_given_with_set_and_is_absent_on_the_benchmark(tmp_path):
