@@ -57,7 +57,9 @@ key, its value and where the value came from (the recipe, `--set`, the default).
   (`pip install 'contrastext[tensorboard]'`, `'contrastext[wandb]'`). A tracker that is not installed is
   a one-line warning and nothing else; `train_log.jsonl` is always written. The default is no tracker.
   Plots, comparisons and the sentence-transformers loss: [TOOLS.md](TOOLS.md).
-- **Resuming.** `--resume` refuses a config that differs from the checkpoint's except in the keys that do
+- **Resuming.** `--resume` (the run in its own folder) and `--resume-from CHECKPOINT --output NEW_DIR` (a
+  checkpoint, or a run folder's latest, continued into a new folder, as Hugging Face's `resume_from_checkpoint`)
+  refuse a config that differs from the checkpoint's except in the keys that do
   not change what the resumed steps compute (`contrastext.training.resume_check.SAFE_RESUME_KEYS`):
   {{safe_keys}}.
 """
