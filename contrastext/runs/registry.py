@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,9 +35,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from contrastext.errors import ConfigError, UnknownNameError
+from contrastext.runs.lock import run_lock
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
+from contrastext.runtime.processes import is_main_process
 from contrastext.training.config import TrainConfig
 from contrastext.training.resume_check import RESUME_FROM, check_resume_from
 from contrastext.training.trainer import check_output_dir_is_free, check_resume_matches
@@ -123,6 +126,14 @@ def run_recipe(
             f"{RESUME_FROM}: {spec.name} runs several stages (pre-steps, fine-tunings or seeds, each in its own "
             f"subfolder), which {RESUME_FROM} does not continue; use --resume in the run's own output folder"
         )
+    # One run per folder: the lock at the run's top folder, before anything is written (every stage's subfolder
+    # lies under it); only the main process takes it (under a launcher every process runs this).
+    lock = run_lock(config.output_dir) if is_main_process() else contextlib.nullcontext()
+    with lock:
+        return _run_locked(spec, config, args, preset, data_root, resume, resume_from)
+
+
+def _run_locked(spec: RunSpec, config: TrainConfig, args, preset, data_root, resume, resume_from) -> dict:
     if resume:
         check_resume_matches(config)  # before any model is loaded
     else:
