@@ -101,3 +101,15 @@ def single_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    """Loading any encoder fails the test: a refusal must come before the model loads."""
+    from contrastext.models.encoder import TextEncoder
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a model was loaded before the refusal (a config or data check must come first)")
+
+    monkeypatch.setattr(TextEncoder, "from_pretrained", fail)
+    monkeypatch.setattr(TextEncoder, "from_config", fail)

@@ -23,6 +23,7 @@ import yaml
 
 from contrastext.cli import app
 from contrastext.cli.train_command import OutputOption, RecipeArgument, SetOption, SetValuesCommand
+from contrastext.training.yaml_reader import read_yaml
 
 config_app = typer.Typer(
     name="config",
@@ -94,7 +95,7 @@ def effective_config(recipe: Path, overrides: list[str], output: Path | None) ->
     config = prepare(recipe, overrides, output)
     spec = get_run_spec(config.method)
     config, preset = resolve_preset(spec, config)  # as the run applies method_args.preset
-    raw = yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}
+    raw = read_yaml(Path(file).read_text(encoding="utf-8")) or {}
     effective = config.model_dump(mode="json")
     effective["method_args"] = parse_method_args(spec, config).model_dump(mode="json")
     overridden = config.overridden_keys

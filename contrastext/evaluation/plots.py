@@ -47,6 +47,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from contrastext.errors import ConfigError, MissingDataError  # noqa: E402
 from contrastext.runtime.run_log import LOG_NAME, read_log  # noqa: E402
+from contrastext.training.yaml_reader import read_yaml  # noqa: E402
 
 GEOMETRY_KEYS = ("align", "uniform")
 GRADIENT_KEYS = ("grad_alignment", "grad_uniformity")
@@ -265,7 +266,7 @@ def _selection(folder: Path) -> tuple[str | None, bool]:
     if not path.is_file():
         return None, True
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = read_yaml(path.read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None, True
     train = config.get("train") if isinstance(config, dict) else None

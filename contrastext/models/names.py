@@ -114,13 +114,15 @@ def _recorded_names(folder: Path) -> list:
 
     import yaml
 
+    from contrastext.training.yaml_reader import read_yaml
+
     names = []
     card = folder / "README.md"
     if card.is_file():
         text = card.read_text(encoding="utf-8", errors="replace")
         if text.startswith("---"):
             try:
-                front = yaml.safe_load(text.split("---", 2)[1]) or {}
+                front = read_yaml(text.split("---", 2)[1]) or {}
             except yaml.YAMLError:
                 front = {}
             base = front.get("base_model") if isinstance(front, dict) else None

@@ -35,9 +35,12 @@ from pydantic import (
 
 from contrastext.errors import ConfigError
 from contrastext.training.key_names import config_keys, suggest
+from contrastext.training.yaml_reader import MAX_DEPTH, YamlLimitError, read_yaml
 
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
 ModelT = TypeVar("ModelT", bound=BaseModel)
+MAX_SET_KEY_PARTS = MAX_DEPTH // 2
+"""Most dotted parts of a ``--set`` key (configs use three; its value may nest the rest of :data:`MAX_DEPTH`)."""
 
 
 class Section(BaseModel):
@@ -403,7 +406,9 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Train
         raise ConfigError(f"{file}: cannot read the config file ({error.strerror or error})") from error
     text = _decode(data, file)
     try:
-        raw = yaml.safe_load(text)
+        raw = read_yaml(text)
+    except YamlLimitError as error:
+        raise ConfigError(f"{file}:{error.line}: {error.text}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{file}: not valid YAML: {error}") from error
     if raw is None:
@@ -456,13 +461,25 @@ def parse_override(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE with a dotted key, e.g. train.max_steps=10")
+    parts = key.count(".") + 1
+    if parts > MAX_SET_KEY_PARTS:
+        raise ConfigError(
+            f"--set {_short(key)}: the key has {parts} dotted parts; at most {MAX_SET_KEY_PARTS} are allowed"
+        )
     try:
-        parsed = yaml.safe_load(value)
+        parsed = read_yaml(value)
+    except YamlLimitError as error:
+        raise ConfigError(f"--set {_short(key)}: the value: {error}") from None
     except yaml.YAMLError:
         parsed = value  # not YAML: keep the text as a string
     if isinstance(parsed, str) and NUMBER.match(parsed.strip()):
         parsed = float(parsed)  # YAML 1.1 reads "1e-3" as text
     return key, parsed
+
+
+def _short(key: str, limit: int = 60) -> str:
+    """A key as an error line shows it: the first ``limit`` characters of a long one."""
+    return key if len(key) <= limit else f"{key[:limit]}... ({len(key)} characters)"
 
 
 def apply_overrides(raw: dict, overrides: Iterable[str], file: str) -> set[str]:

@@ -33,6 +33,7 @@ from contrastext.training.checkpoint import (
     verify_checkpoint,
 )
 from contrastext.training.config import TrainConfig
+from contrastext.training.yaml_reader import read_yaml
 
 SAFE_RESUME_KEYS = frozenset(
     {
@@ -67,7 +68,7 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def changed_keys(saved_config_text: str, config: TrainConfig) -> list[tuple[str, Any, Any]]:
     """``(dotted key, checkpoint's value, current value)`` of every key that differs, safe keys left out."""
-    saved = _flatten(yaml.safe_load(saved_config_text) or {})
+    saved = _flatten(read_yaml(saved_config_text) or {})
     current = _flatten(config.model_dump(mode="json"))
     keys = sorted(set(saved) | set(current))
     return [
@@ -79,7 +80,10 @@ def changed_keys(saved_config_text: str, config: TrainConfig) -> list[tuple[str,
 
 def check_resume_config(saved_config_text: str, config: TrainConfig, checkpoint: str, flag: str = "--resume") -> None:
     """Refuse to resume ``checkpoint`` with a config that differs in keys outside :data:`SAFE_RESUME_KEYS`."""
-    changes = changed_keys(saved_config_text, config)
+    try:
+        changes = changed_keys(saved_config_text, config)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{flag}: the config.yaml of {checkpoint} cannot be read: {error}") from None
     if not changes:
         return
     shown = ", ".join(f"{key} ({old!r} -> {new!r})" for key, old, new in changes)

@@ -22,7 +22,6 @@ import pytest
 
 from contrastext.errors import ConfigError
 from contrastext.methods.gd import LossName
-from contrastext.models.encoder import TextEncoder
 from contrastext.objectives.registry import OBJECTIVES, objective_names
 from contrastext.runs.registry import get_run_spec, run_recipe
 from tests.cli.cli_runs import run
@@ -65,17 +64,6 @@ def config_for(recipe: str, shape: str, name: str, tmp_path: Path, model: str):
         recipe, tmp_path / "run", model, *train_overrides(max_steps=1, epochs=None, batch_size=4, eval_every=None),
         f"data.path={data_file(tmp_path, shape)}", "eval.tasks=", f"method_args.loss={name}", *extra,
     )  # fmt: skip
-
-
-@pytest.fixture
-def no_model_loads(monkeypatch):
-    """Loading any encoder fails the test: a refusal must come before the model loads."""
-
-    def fail(*args, **kwargs):
-        raise AssertionError("a model was loaded before the objective was checked against the data")
-
-    monkeypatch.setattr(TextEncoder, "from_pretrained", fail)
-    monkeypatch.setattr(TextEncoder, "from_config", fail)
 
 
 @pytest.mark.parametrize(("recipe", "shape", "name"), [case for case in CASES if not trains(*case)],

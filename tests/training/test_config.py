@@ -262,3 +262,80 @@ def test_a_recipe_that_is_not_utf8_names_the_file_and_line(recipe):
     with pytest.raises(ConfigError, match=rf"{recipe}:3: not valid UTF-8") as caught:
         load_config(recipe)
     assert "\n" not in str(caught.value)
+
+
+# ----------------------------------------------------------------------------------------------- YAML bounds (issue 21, item 5)
+
+
+def test_a_duplicate_key_is_refused_naming_the_key_and_both_lines(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(RECIPE + "train:\n  batch_size: 4\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    first = RECIPE.splitlines().index("train:") + 1
+    second = len(RECIPE.splitlines()) + 1
+    assert str(info.value) == f"{path}:{second}: duplicate key 'train' (first at line {first}); a key may appear once"
+
+
+def test_duplicate_keys_in_a_nested_or_flow_mapping_are_refused(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(RECIPE.replace("  batch_size: 16\n", "  batch_size: 16\n  max_steps: 5\n"))
+    with pytest.raises(ConfigError, match=r":8: duplicate key 'max_steps' \(first at line 6\)"):
+        load_config(path)
+    path.write_text(RECIPE.replace("tasks: [stsb:dev]", "tasks: {a: 1, a: 2}"))
+    with pytest.raises(ConfigError, match="duplicate key 'a'"):
+        load_config(path)
+
+
+def test_a_merge_key_may_still_be_overridden():
+    from contrastext.training.yaml_reader import read_yaml
+
+    assert read_yaml("base: &b {x: 1, y: 2}\nt:\n  <<: *b\n  x: 3\n")["t"] == {"x": 3, "y": 2}
+
+
+def _bomb(levels: int = 9) -> str:
+    text = "method: simcse-unsup\nl0: &l0 [x, x, x, x, x, x, x, x, x]\n"
+    for level in range(1, levels + 1):
+        text += f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 9) + "]\n"
+    return text
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (_bomb(), r":\d+: aliases expand to more than 1,000,000 values"),
+        ("method: simcse-unsup\nx: " + "[" * 20000 + "]" * 20000 + "\n", r":2: nested more than 64 levels deep"),
+        ("".join("  " * i + f"k{i}:\n" for i in range(5000)), r":64: nested more than 64 levels deep"),
+        ("a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 200)), "aliases nest more"),
+        ("x: &x [*x]\n", "an alias refers to its own anchor"),
+    ],
+    ids=["billion-laughs", "20k-deep-flow", "5k-deep-block", "alias-chain", "alias-cycle"],
+)
+def test_yaml_bombs_and_deep_nesting_are_one_config_error(tmp_path, text, message):
+    import time
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path)
+    assert time.monotonic() - started < 10
+    assert str(info.value).startswith(f"{path}:") and "\n" not in str(info.value)
+
+
+def test_a_deep_set_key_or_value_is_one_config_error(recipe):
+    with pytest.raises(ConfigError, match=r"the key has 5000 dotted parts; at most 32 are allowed") as info:
+        load_config(recipe, [".".join(["a"] * 5000) + "=1"])
+    assert len(str(info.value)) < 200
+    with pytest.raises(ConfigError, match=r"--set method_args.x: the value: line 1: nested more than 64 levels"):
+        load_config(recipe, ["method_args.x=" + "[" * 5000 + "]" * 5000])
+    with pytest.raises(ConfigError, match=r"--set method_args.x: the value: line 1: duplicate key 'a'"):
+        load_config(recipe, ["method_args.x={a: 1, a: 2}"])
+
+
+def test_a_checkpoint_config_with_a_duplicate_key_is_a_config_error(recipe):
+    from contrastext.training.resume_check import check_resume_config
+
+    config = load_config(recipe)
+    with pytest.raises(ConfigError, match=r"--resume: the config.yaml of ck cannot be read: line 2: duplicate key"):
+        check_resume_config("seed: 7\nseed: 8\n", config, "ck")

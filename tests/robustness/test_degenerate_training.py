@@ -1,0 +1,101 @@
+"""Degenerate training is refused or announced (issue 21, item 5): duplicate YAML keys, YAML bombs and deep
+nesting, an empty seed list, an empty output path, an in-batch objective at batch 1.
+
+Every refusal goes through ``contrastext train`` in-process (``tests.cli.cli_runs.run``): exit 2, exactly one
+``error:`` line, no traceback, before any model loads (loading one fails the test), and the folder the command
+was run over hashes the same before and after.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cli.cli_runs import run
+
+TOPICS = ["cats", "pizza", "rome", "guitars", "rain", "trains", "coffee", "chess"]
+
+
+def tree_hash(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (relative path -> sha256), folders included as ``-``."""
+    hashes = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            hashes[os.path.relpath(os.path.join(root, name), folder)] = "-"
+        for name in files:
+            path = Path(root) / name
+            hashes[os.path.relpath(path, folder)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def refused(argv: list[str], folder: Path, capsys, monkeypatch) -> str:
+    """Run ``argv`` from ``folder``; assert the one-line refusal that changes nothing; return the line."""
+    monkeypatch.chdir(folder)
+    before = tree_hash(folder)
+    code, _, err = run(argv, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    assert tree_hash(folder) == before
+    return lines[0]
+
+
+def sentences(folder: Path) -> Path:
+    path = folder / "sentences.txt"
+    path.write_text("".join(f"a short text on {topic}\n" for topic in TOPICS))
+    return path
+
+
+def pairs(folder: Path, negatives: bool = False) -> Path:
+    path = folder / ("triplets.csv" if negatives else "pairs.csv")
+    header = "anchor,positive,negative\n" if negatives else "anchor,positive\n"
+    rows = [f"what about {t},a short text on {t}" + (f",a text on {TOPICS[i - 1]}" if negatives else "")
+            for i, t in enumerate(TOPICS)]  # fmt: skip
+    path.write_text(header + "\n".join(rows) + "\n")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------- YAML
+
+
+def recipe_file(folder: Path, extra: str) -> Path:
+    data = sentences(folder)
+    path = folder / "recipe.yaml"
+    path.write_text(
+        f"method: simcse-unsup\nmodel: /no/model/needed\noutput_dir: {folder / 'run'}\ndata:\n  path: {data}\n"
+        f"train:\n  max_steps: 1\n{extra}"
+    )
+    return path
+
+
+def test_a_duplicate_train_section_is_refused_naming_the_key_and_both_lines(tmp_path, capsys, monkeypatch,
+                                                                             no_model_loads):  # fmt: skip
+    recipe = recipe_file(tmp_path, "eval:\n  tasks: []\ntrain:\n  batch_size: 2\n")
+    line = refused(["train", str(recipe)], tmp_path, capsys, monkeypatch)
+    assert line == f"error: {recipe}:10: duplicate key 'train' (first at line 6); a key may appear once"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("l0: &l0 [x, x, x, x, x, x, x, x, x]\n"
+         + "".join(f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]\n" for n in range(1, 10)),
+         "aliases expand to more than 1,000,000 values"),
+        ("deep: " + "[" * 20000 + "]" * 20000 + "\n", ":8: nested more than 64 levels deep"),
+    ],
+    ids=["billion-laughs", "20k-deep"],
+)  # fmt: skip
+def test_a_yaml_bomb_or_deep_nesting_is_one_line(tmp_path, capsys, monkeypatch, no_model_loads, extra, message):
+    recipe = recipe_file(tmp_path, extra)
+    line = refused(["train", str(recipe)], tmp_path, capsys, monkeypatch)
+    assert line.startswith(f"error: {recipe}:") and message in line
+
+
+def test_a_5k_deep_set_key_is_one_line(tmp_path, capsys, monkeypatch, no_model_loads):
+    recipe = recipe_file(tmp_path, "")
+    line = refused(["train", str(recipe), "--set", ".".join(["a"] * 5000) + "=1"], tmp_path, capsys, monkeypatch)
+    assert "the key has 5000 dotted parts; at most 32 are allowed" in line and len(line) < 300
