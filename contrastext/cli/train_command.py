@@ -124,8 +124,18 @@ RecipeArgument = Annotated[
     Path, typer.Argument(help="Recipe YAML file, or the name of a shipped recipe (simcse-unsup, scl, gd, ...).")
 ]
 SetOption = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]
+def _output_folder(value: str) -> Path:
+    """``--output``: an empty path is refused (``Path("")`` would be the current folder)."""
+    from contrastext.training.config import EMPTY_OUTPUT
+
+    if not value.strip():
+        raise typer.BadParameter(EMPTY_OUTPUT)
+    return Path(value)
+
+
 OutputOption = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Output folder; replaces the recipe's output_dir.")
+    Path | None,
+    typer.Option("--output", "-o", parser=_output_folder, help="Output folder; replaces the recipe's output_dir."),
 ]
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from torch import Tensor
 
 from contrastext.errors import ConfigError
@@ -57,6 +57,14 @@ class SCLArgs(ClassificationArgs):
         default=None,
         description="one run per seed (few-shot draw, label flips, training); default: [seed]; the paper: 10",
     )
+
+    @field_validator("seeds")
+    @classmethod
+    def _some_seeds(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and not value:
+            raise ValueError("an empty list trains nothing: give at least one seed, or leave the key out (one run "
+                             "with `seed`)")  # fmt: skip
+        return value
     few_shot_sampling: Literal["label_distribution", "per_class"] = Field(
         default="label_distribution",
         description="data.few_shot = N in total following the training label distribution (§4.1), or N per class",

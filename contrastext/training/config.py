@@ -39,6 +39,7 @@ from contrastext.training.yaml_reader import MAX_DEPTH, YamlLimitError, read_yam
 
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
 ModelT = TypeVar("ModelT", bound=BaseModel)
+EMPTY_OUTPUT = "an empty path would write into the current folder: name the run's folder (`.` if that is meant)"
 MAX_SET_KEY_PARTS = MAX_DEPTH // 2
 """Most dotted parts of a ``--set`` key (configs use three; its value may nest the rest of :data:`MAX_DEPTH`)."""
 
@@ -358,6 +359,13 @@ class TrainConfig(Section):
     data: DataSection = Field(default_factory=DataSection)
     eval: EvalSection = Field(default_factory=EvalSection)
     method_args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("output_dir")
+    @classmethod
+    def _a_named_folder(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError(EMPTY_OUTPUT)
+        return value
 
     _source: str | None = PrivateAttr(default=None)
     _overridden: frozenset[str] = PrivateAttr(default=frozenset())

@@ -99,3 +99,36 @@ def test_a_5k_deep_set_key_is_one_line(tmp_path, capsys, monkeypatch, no_model_l
     recipe = recipe_file(tmp_path, "")
     line = refused(["train", str(recipe), "--set", ".".join(["a"] * 5000) + "=1"], tmp_path, capsys, monkeypatch)
     assert "the key has 5000 dotted parts; at most 32 are allowed" in line and len(line) < 300
+
+
+# ----------------------------------------------------------------------------------------------- empty seeds, output
+
+
+EMPTY_OUTPUT = "an empty path would write into the current folder: name the run's folder (`.` if that is meant)"
+
+
+@pytest.mark.parametrize("given", [["-o", ""], ["--output", " "], ["--set", "output_dir=''"]],
+                         ids=["-o ''", "--output ' '", "--set output_dir=''"])  # fmt: skip
+def test_an_empty_output_path_is_refused(tmp_path, capsys, monkeypatch, no_model_loads, given):
+    data = sentences(tmp_path)
+    argv = ["train", "simcse-unsup", *given, "--set", f"data.path={data}", "model=/no/model/needed",
+            "train.max_steps=1", "eval.tasks="]  # fmt: skip
+    line = refused(argv, tmp_path, capsys, monkeypatch)
+    assert EMPTY_OUTPUT in line
+    assert ("--output" in line) if given[0] != "--set" else line.startswith("error: --set output_dir (over ")
+
+
+def test_an_empty_output_dir_in_the_recipe_is_refused(tmp_path, capsys, monkeypatch, no_model_loads):
+    recipe = recipe_file(tmp_path, "")
+    recipe.write_text(recipe.read_text().replace(f"output_dir: {tmp_path / 'run'}", "output_dir: ''"))
+    line = refused(["train", str(recipe)], tmp_path, capsys, monkeypatch)
+    assert line == f"error: {recipe}: output_dir: Value error, {EMPTY_OUTPUT} (got '')"
+
+
+def test_an_empty_seed_list_is_refused(tmp_path, capsys, monkeypatch, no_model_loads):
+    argv = ["train", "scl", "--set", "method_args.seeds=[]", "model=/no/model/needed", "-o", str(tmp_path / "run")]
+    line = refused(argv, tmp_path, capsys, monkeypatch)
+    assert line.startswith("error: --set method_args.seeds (over ") and line.endswith(
+        "method_args.seeds: Value error, an empty list trains nothing: give at least one seed, or leave the key out "
+        "(one run with `seed`) (got [])"
+    )
