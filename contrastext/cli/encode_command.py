@@ -36,6 +36,7 @@ from contrastext.errors import (
     NonFiniteError,
 )
 from contrastext.models.quiet import quiet_transformers
+from contrastext.runtime.paths import check_apart
 
 MODEL_HELP = (
     "Folder of a saved model (ours, sentence-transformers or Hugging Face), bundled:all-MiniLM-L6-v2, or a "
@@ -235,7 +236,7 @@ def write_file_atomically(path: Path, write, option: str) -> None:
             with open(target, "wb") as handle:
                 write(handle)
             return
-        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".contrastext-tmp.{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(descriptor, "wb") as handle:
                 write(handle)
@@ -298,6 +299,7 @@ def encode_command(
 ) -> None:
     """Embed every line of --input with --model and save the matrix to --output (.npy, row i = line i)."""
     check_output_file(output, "--output")
+    check_apart(output, "--output", [("--input", input), ("--model", model)])  # never over an input
     chosen = resolve_device(device, quantize)
     if quantize != Quantize.none and chosen.type != "cpu":
         raise ContrastextError(f"--quantize {quantize.value} runs on the CPU only; drop --device {device}")

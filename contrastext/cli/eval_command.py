@@ -36,6 +36,7 @@ from contrastext.data.root import resolve_data_root
 from contrastext.errors import ContrastextError
 from contrastext.evaluation.suite import check_task_specs, default_tasks, evaluate_tasks
 from contrastext.models.hf_export import is_classifier_folder
+from contrastext.runtime.paths import check_apart
 
 
 class Aggregation(StrEnum):
@@ -177,6 +178,8 @@ def eval_command(
         resolve_data_root(data_root)
     if json_path is not None:
         check_output_file(json_path, "--json")  # before the evaluation, so results are never lost at the end
+        inputs = [("--model", model), *(("--tasks", spec.task.path) for spec in parsed if spec.is_file)]
+        check_apart(json_path, "--json", inputs)  # never over the model folder or a task file
     chosen_device = resolve_device(device)
     stderr = Console(stderr=True)
     for note in notes:

@@ -34,11 +34,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from contrastext.errors import ConfigError, UnknownNameError
+from contrastext.errors import ConfigError, ContrastextError, UnknownNameError
 from contrastext.runs.lock import run_lock
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
+from contrastext.runtime.paths import check_apart
 from contrastext.runtime.processes import is_main_process
 from contrastext.training.config import TrainConfig
 from contrastext.training.resume_check import RESUME_FROM, check_resume_from
@@ -104,6 +105,31 @@ def resolve_preset(spec: RunSpec, config: TrainConfig) -> tuple[TrainConfig, dic
     return apply_preset(config, spec.protocol, spec.args_model)
 
 
+def train_inputs(config: TrainConfig) -> list[tuple[str, str | None]]:
+    """What a run reads (key, path): the model, the data file or dataset, the evaluation files."""
+    from contrastext.evaluation.task_specs import parse_eval_spec
+
+    inputs = [("model", config.model), ("data.path", config.data.path), ("data.dataset", config.data.dataset),
+              ("data.eval_path", config.data.eval_path)]
+    for text in config.eval.tasks:
+        try:
+            spec = parse_eval_spec(text)
+        except ContrastextError:
+            continue  # a bad spec is named by its own check
+        if spec.is_file:
+            inputs.append(("eval.tasks", str(spec.task.path)))
+    return inputs
+
+
+def check_train_output(config: TrainConfig) -> None:
+    """The output folder is a folder (or can be one) and is not, nor lies inside, any input of the run
+    (:func:`~contrastext.runtime.paths.check_apart`): a ConfigError before anything loads or is written."""
+    output = Path(config.output_dir)
+    check_apart(output, "--output", train_inputs(config))
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output} is an existing file, not a folder; choose another --output")
+
+
 def run_recipe(
     config: TrainConfig, data_root: Path | None = None, resume: bool = False, resume_from: str | Path | None = None
 ) -> dict:
@@ -126,6 +152,7 @@ def run_recipe(
             f"{RESUME_FROM}: {spec.name} runs several stages (pre-steps, fine-tunings or seeds, each in its own "
             f"subfolder), which {RESUME_FROM} does not continue; use --resume in the run's own output folder"
         )
+    check_train_output(config)  # before the lock (which creates the folder) and before any model loads
     # One run per folder: the lock at the run's top folder, before anything is written (every stage's subfolder
     # lies under it); only the main process takes it (under a launcher every process runs this).
     lock = run_lock(config.output_dir) if is_main_process() else contextlib.nullcontext()

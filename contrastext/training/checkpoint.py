@@ -55,9 +55,16 @@ CHECKPOINTS_DIR = "checkpoints"
 REQUIRED_FILES = (METHOD_FILE, STATE_FILE, "optimizer.pt", "rng.pt")
 """Files without which a checkpoint cannot be resumed (``scheduler.pt``, ``scaler.pt`` are optional)."""
 
-TEMPORARY_NAME = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{32}\.(?P<kind>tmp|old)$")
-"""Names of the temporaries of :func:`write_folder_atomically` / :func:`atomic_write_text` (``.NAME.<hex>.tmp``)
-and of the folder a replaced one is moved to (``.NAME.<hex>.old``)."""
+TEMPORARY_PREFIX = ".contrastext-tmp."
+TEMPORARY_NAME = re.compile(r"^\.contrastext-tmp\.(?P<name>.+)\.[0-9a-f]{32}\.(?P<kind>tmp|old)$")
+"""Names of the temporaries of :func:`write_folder_atomically` / :func:`atomic_write_text`
+(``.contrastext-tmp.NAME.<hex>.tmp``) and of the folder a replaced one is moved to (``...NAME.<hex>.old``): the
+project's prefix, so that a user's file that merely looks like a temporary (``.X.<hex>.tmp``) is never cleaned."""
+
+
+def temporary_path(final: Path, kind: str = "tmp") -> Path:
+    """A fresh temporary beside ``final``, named as :data:`TEMPORARY_NAME` matches."""
+    return final.with_name(f"{TEMPORARY_PREFIX}{final.name}.{uuid.uuid4().hex}.{kind}")
 
 logger = logging.getLogger("contrastext.training")
 
@@ -93,7 +100,7 @@ def fsync_path(path: Path) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, fsync, then ``os.replace``."""
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    temporary = temporary_path(path)
     with temporary.open("w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
@@ -105,7 +112,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 def _replace_folder(temporary: Path, final: Path) -> None:
     """Rename a finished folder into place, moving an older one of the same name out of the way first."""
     if final.exists():
-        old = final.with_name(f".{final.name}.{uuid.uuid4().hex}.old")
+        old = temporary_path(final, "old")
         os.replace(final, old)
         os.replace(temporary, final)
         shutil.rmtree(old, ignore_errors=True)
@@ -144,7 +151,7 @@ def write_folder_atomically(final: Path, write) -> Path:
     """Call ``write(temporary_folder)``, fsync what it wrote, rename the folder to ``final``."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+    temporary = temporary_path(final)
     temporary.mkdir()
     try:
         write(temporary)
@@ -320,10 +327,12 @@ def latest_intact_checkpoint(output_dir: str | os.PathLike) -> Path | None:
 def clean_stale_temporaries(output_dir: str | os.PathLike) -> list[Path]:
     """Remove what a killed run left half-done in ``output_dir`` and its ``checkpoints/``; returns the paths.
 
-    - ``.NAME.<hex>.tmp`` folders and files (an atomic write that never finished): deleted;
-    - ``.NAME.<hex>.old`` (a folder moved aside to be replaced): put back as ``NAME`` when ``NAME`` is
-      missing (the kill came between the two renames), else deleted;
-    - ``train_log.jsonl.tmp`` (a log rewrite that never finished; the log itself is intact): deleted.
+    - ``.contrastext-tmp.NAME.<hex>.tmp`` folders and files (an atomic write, or a log rewrite, that never
+      finished): deleted;
+    - ``.contrastext-tmp.NAME.<hex>.old`` (a folder moved aside to be replaced): put back as ``NAME`` when
+      ``NAME`` is missing (the kill came between the two renames), else deleted.
+
+    Only names with the project's prefix are touched: a user's ``.X.<hex>.tmp`` stays.
 
     Call it at the start of a run and of a resume, before anything else writes there (one writer only).
     """
@@ -337,7 +346,7 @@ def clean_stale_temporaries(output_dir: str | os.PathLike) -> list[Path]:
             if match and match["kind"] == "old" and not (folder / match["name"]).exists():
                 os.replace(path, folder / match["name"])
                 logger.warning("restored %s from %s, left by an interrupted replacement", match["name"], path.name)
-            elif match or (folder == output_dir and path.name == "train_log.jsonl.tmp"):
+            elif match:
                 _remove(path)
                 logger.warning("removed %s, left by an interrupted write", path)
             else:

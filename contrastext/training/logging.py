@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastext.runtime.run_log import LOG_NAME, read_log
+from contrastext.training.checkpoint import temporary_path
 
 logger = logging.getLogger("contrastext.training")
 
@@ -152,7 +153,7 @@ class RunLogger:
         if not self.enabled or not self.path.is_file():
             return
         kept = [record for record in read_log(self.path) if record["step"] <= step]
-        temporary = self.path.with_suffix(".jsonl.tmp")
+        temporary = temporary_path(self.path)
         temporary.write_text("".join(json.dumps(record) + "\n" for record in kept), encoding="utf-8")
         os.replace(temporary, self.path)
 

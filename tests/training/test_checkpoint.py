@@ -153,17 +153,22 @@ def test_latest_intact_checkpoint_ignores_folders_newer_than_the_pointer(tmp_pat
 
 
 def test_clean_stale_temporaries_removes_leftovers_and_restores_a_moved_folder(tmp_path):
-    from contrastext.training.checkpoint import clean_stale_temporaries, write_folder_atomically
+    from contrastext.training.checkpoint import (
+        TEMPORARY_PREFIX,
+        clean_stale_temporaries,
+        write_folder_atomically,
+    )
 
     model, optimizer, scheduler = _parts()
     save_checkpoint(tmp_path, model, optimizer, scheduler, TrainerState(step=2), "")
+    P = TEMPORARY_PREFIX
     hexes = [f"{index:032x}" for index in range(5)]
     checkpoints = tmp_path / "checkpoints"
     leftovers = [
-        checkpoints / f".step-000004.{hexes[0]}.tmp",  # a checkpoint being written when killed
-        tmp_path / f".best.{hexes[1]}.tmp",  # a best export being written
-        checkpoints / f".latest.{hexes[2]}.tmp",  # the pointer being rewritten (a file)
-        tmp_path / "train_log.jsonl.tmp",  # a log rewrite
+        checkpoints / f"{P}step-000004.{hexes[0]}.tmp",  # a checkpoint being written when killed
+        tmp_path / f"{P}best.{hexes[1]}.tmp",  # a best export being written
+        checkpoints / f"{P}latest.{hexes[2]}.tmp",  # the pointer being rewritten (a file)
+        tmp_path / f"{P}train_log.jsonl.{hexes[0]}.tmp",  # a log rewrite
     ]
     for path in leftovers[:2]:
         (path / "sub").mkdir(parents=True)
@@ -172,18 +177,20 @@ def test_clean_stale_temporaries_removes_leftovers_and_restores_a_moved_folder(t
     leftovers[3].write_text("{}\n")
     # A folder moved aside for a replacement: put back when its name is free, deleted when not.
     (tmp_path / "final").mkdir()
-    (tmp_path / f".final.{hexes[3]}.old").mkdir()
-    moved_best = tmp_path / f".best.{hexes[4]}.old"
+    (tmp_path / f"{P}final.{hexes[3]}.old").mkdir()
+    moved_best = tmp_path / f"{P}best.{hexes[4]}.old"
     moved_best.mkdir()
     (moved_best / "kept").write_text("the previous best\n")
-    user_files = [tmp_path / "notes.tmp", tmp_path / ".hidden", checkpoints / "step-000002"]
-    user_files[0].write_text("mine")
-    user_files[1].write_text("mine")
+    # A user's files, some looking like another tool's temporaries (issue 21, item 2): never touched.
+    user_files = [tmp_path / "notes.tmp", tmp_path / ".hidden", checkpoints / "step-000002",
+                  tmp_path / f".X.{hexes[0]}.tmp", tmp_path / f".best.{hexes[1]}.old", tmp_path / "train_log.jsonl.tmp"]
+    for path in user_files[:2] + user_files[3:]:
+        path.write_text("mine")
 
     touched = clean_stale_temporaries(tmp_path)
 
     assert all(not path.exists() for path in leftovers)
-    assert not (tmp_path / f".final.{hexes[3]}.old").exists() and (tmp_path / "final").is_dir()
+    assert not (tmp_path / f"{P}final.{hexes[3]}.old").exists() and (tmp_path / "final").is_dir()
     assert (tmp_path / "best" / "kept").read_text() == "the previous best\n"
     assert all(path.exists() for path in user_files)
     assert len(touched) == 6

@@ -125,7 +125,7 @@ def test_resume_skips_a_truncated_latest_checkpoint_and_removes_leftover_tempora
     latest = tmp_path / "checkpoints" / "step-000004" / "method.safetensors"
     with latest.open("r+b") as handle:
         handle.truncate(os.path.getsize(latest) // 2)
-    leftover = tmp_path / "checkpoints" / f".step-000006.{'0123abcd' * 4}.tmp"  # as write_folder_atomically names it
+    leftover = tmp_path / "checkpoints" / f".contrastext-tmp.step-000006.{'0123abcd' * 4}.tmp"  # as write_folder_atomically names it
     leftover.mkdir()
     (leftover / "method.safetensors").write_bytes(b"half")
     result = Trainer(build(minilm_path), sentences(), make_config(tmp_path, max_steps=4, save_every=2,
