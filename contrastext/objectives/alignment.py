@@ -86,6 +86,8 @@ class Alignment(PairObjective):
 class Uniformity(Objective):
     """Log of the mean Gaussian potential between all pairs of rows."""
 
+    in_batch = True
+
     def __init__(self, t: float = 2.0):
         super().__init__()
         self.t = check_positive("Uniformity", "t", t)
@@ -104,6 +106,8 @@ class Uniformity(Objective):
 class AlignUniform(PairObjective):
     """Alignment + uniformity: ``nie`` (default) (1−λ)·align + λ·(2t + (unif(x) + unif(y))/2), or
     ``wang_isola`` align + λ·(unif(x) + unif(y))/2."""
+
+    in_batch = True  # its uniformity is over the batch's rows: at one row, alignment alone (a collapse)
 
     def __init__(
         self, lam: float = 0.5, alpha: float = 2.0, t: float = 2.0, form: Literal["nie", "wang_isola"] = "nie"

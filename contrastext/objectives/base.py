@@ -27,7 +27,13 @@ that does not fit its batch):
   negatives of the anchors (InfoNCE: extra (N, d) candidates; CAPT: its queue; TripletMargin: one (B, d)
   negative per anchor, which it requires, so TripletMargin is not a ``pair`` objective).
 
-Recipes trust these two attributes: before any model loads, a recipe refuses an objective that does not take
+A third, ``in_batch``, says that the objective contrasts each pair with the other rows of its batch (InfoNCE,
+CAPT, DCL, HingedDCL, the margin losses, Uniformity and AlignUniform): on a batch of one pair and no hard
+negative it has nothing to contrast (InfoNCE is identically 0, AlignUniform is alignment alone), so a recipe
+refuses ``train.batch_size`` below 2 for it (:func:`contrastext.runs.simcse.check_batch_has_negatives`). With hard
+negatives a batch of one still has one negative, and is accepted.
+
+Recipes trust these attributes: before any model loads, a recipe refuses an objective that does not take
 its data's batches (:func:`contrastext.objectives.registry.takes_shape`), e.g. a pair-only objective on data
 with a negative column, with a ConfigError naming ``method_args.loss``. They must therefore tell the truth
 (tests/objectives/test_registry.py calls each objective both ways).
@@ -62,6 +68,8 @@ class Objective(nn.Module):
 
     pair: ClassVar[bool] = False
     takes_negatives: ClassVar[bool] = False
+    in_batch: ClassVar[bool] = False
+    """The other rows of the batch are the negatives: a batch of one pair (no hard negative) trains nothing."""
     check_finite: bool | None = None
     """Check the floating-point inputs for NaN / ±inf (a ValueError naming the argument); None: the module-wide
     setting (:func:`~contrastext.objectives.checks.set_finite_checks`, on by default)."""

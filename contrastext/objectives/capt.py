@@ -51,6 +51,7 @@ class CAPT(Objective):
 
     pair = True
     takes_negatives = True  # the third argument is the queue of extra negatives
+    in_batch = True
 
     def __init__(self, temperature: TemperatureLike = 0.1, reduction: Literal["mean", "sum"] = "mean"):
         super().__init__()

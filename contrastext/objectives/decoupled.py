@@ -48,6 +48,7 @@ def dcl_terms(x: Tensor, y: Tensor, tau: Tensor | float) -> Tensor:
 class DCL(PairObjective):
     """Decoupled contrastive loss: InfoNCE without the positive in the denominator."""
 
+    in_batch = True
     hinged = False
 
     def __init__(self, temperature: TemperatureLike = 0.05):

@@ -57,6 +57,7 @@ class InfoNCE(Objective):
 
     pair = True
     takes_negatives = True
+    in_batch = True
 
     def __init__(
         self,

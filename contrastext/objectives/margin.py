@@ -77,6 +77,7 @@ class _MarginLoss(PairObjective):
     taken from (``diagonal="fill"``).
     """
 
+    in_batch = True
     FILL: float = 0.0
 
     def __init__(self, margin: float, diagonal: Diagonal = "fill"):

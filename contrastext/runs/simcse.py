@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from torch import nn
@@ -36,6 +37,7 @@ from contrastext.runs.evaluation import sentence_evaluator
 from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import MethodBundle
+from contrastext.runtime.processes import rank_and_world_size
 from contrastext.training.config import TrainConfig
 
 
@@ -90,6 +92,50 @@ def check_objective_fits(config: TrainConfig, name: str, objective: nn.Module, d
     )
 
 
+def check_batch_has_negatives(config: TrainConfig, name: str, objective: nn.Module, shape: BatchShape,
+                              gather: bool, supervised: bool = True) -> None:  # fmt: skip
+    """A ConfigError naming ``train.batch_size`` and the objective when an in-batch objective (``in_batch``: the
+    other rows are the negatives) would see batches of one pair with no hard negative: its loss is then identically
+    0 (InfoNCE) or alignment alone (AlignUniform), and nothing trains. Called before the model loads.
+
+    The rows are those one process computes the loss over: ``train.batch_size`` split over the launcher's processes
+    (``WORLD_SIZE``), or the whole batch when the method gathers them (``gather`` with several processes). On
+    triplets a batch of one still has its hard negative, so it is accepted."""
+    if shape != "pairs" or not getattr(objective, "in_batch", False):
+        return
+    batch, world = config.train.batch_size, launched_world_size()
+    rows = batch if gather or world == 1 else batch // world
+    if rows >= 2:
+        return
+    needed = 2 if gather or world == 1 else 2 * world
+    where = f"{rows} per process ({batch} over {world} processes)" if rows != batch else "1"
+    raise ConfigError(
+        f"{key_origin(config, 'train.batch_size')}: train.batch_size={batch}: {type(objective).__name__} "
+        f"(method_args.loss={name}) contrasts each pair with the other pairs of its batch, and a batch of {where} "
+        f"has none: its loss is constant and nothing trains. Use train.batch_size of at least {needed}"
+        + (", or give (anchor, positive, negative) triplets (data.columns.negative)" if supervised else "")
+    )
+
+
+def launched_world_size() -> int:
+    """The number of processes training will run in: the process group's, else the launcher's ``WORLD_SIZE``."""
+    world = rank_and_world_size()[1]
+    if world > 1:
+        return world
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def key_origin(config: TrainConfig, key: str) -> str:
+    """Where a dotted key came from: ``--set KEY (over FILE)`` or the recipe file."""
+    file = config.source or "<config>"
+    parts = key.split(".")
+    prefixes = {".".join(parts[: n + 1]) for n in range(len(parts))}
+    return f"--set {key} (over {file})" if prefixes & set(config.overridden_keys) else file
+
+
 def loss_origin(config: TrainConfig) -> str:
     """Where ``method_args.loss`` came from: ``--set method_args.loss (over FILE)`` or the recipe file."""
     file = config.source or "<config>"
@@ -135,6 +181,7 @@ def build_simcse(
     examples = data.examples
     objective = objective if objective is not None else make_pair_objective(args)
     check_objective_fits(config, args.loss, objective, data, supervised)  # before the model loads
+    check_batch_has_negatives(config, args.loss, objective, batch_shape(data, supervised), args.gather, supervised)
     evaluator = sentence_evaluator(config, data_root, extras=extras(examples) if callable(extras) else extras)
     method = SimCSE(sentence_encoder(config, args), objective, supervised=supervised, gather=args.gather,
                     part_name=args.loss)

@@ -132,3 +132,77 @@ def test_an_empty_seed_list_is_refused(tmp_path, capsys, monkeypatch, no_model_l
         "method_args.seeds: Value error, an empty list trains nothing: give at least one seed, or leave the key out "
         "(one run with `seed`) (got [])"
     )
+
+
+# ----------------------------------------------------------------------------------------------- in-batch at batch 1
+
+
+IN_BATCH = "contrasts each pair with the other pairs of its batch, and a batch of 1 has none: its loss is constant"
+
+
+@pytest.mark.parametrize(("recipe", "loss"), [("mnrl", "infonce"), ("simcse-sup", "dcl"), ("simcse-sup", "align_uniform")])
+def test_an_in_batch_objective_at_batch_1_on_pairs_is_refused(tmp_path, capsys, monkeypatch, no_model_loads,
+                                                               recipe, loss):  # fmt: skip
+    argv = ["train", recipe, "--set", f"data.path={pairs(tmp_path)}", "train.batch_size=1", f"method_args.loss={loss}",
+            "model=/no/model/needed", "eval.tasks=", "-o", str(tmp_path / "run")]  # fmt: skip
+    line = refused(argv, tmp_path, capsys, monkeypatch)
+    assert line.startswith("error: --set train.batch_size (over ") and f"method_args.loss={loss})" in line
+    assert IN_BATCH in line and line.endswith(
+        "Use train.batch_size of at least 2, or give (anchor, positive, negative) triplets (data.columns.negative)"
+    )
+
+
+def test_simcse_unsup_at_batch_1_is_refused_without_a_triplet_hint(tmp_path, capsys, monkeypatch, no_model_loads):
+    argv = ["train", "simcse-unsup", "--set", f"data.path={sentences(tmp_path)}", "train.batch_size=1",
+            "model=/no/model/needed", "eval.tasks=", "-o", str(tmp_path / "run")]  # fmt: skip
+    line = refused(argv, tmp_path, capsys, monkeypatch)
+    assert IN_BATCH in line and line.endswith("Use train.batch_size of at least 2")
+
+
+def _check(tmp_path, recipe: str, data: Path, batch: int, gather: bool = True, loss: str = "infonce"):
+    from contrastext.objectives.registry import make_objective
+    from contrastext.runs.simcse import check_batch_has_negatives
+    from tests.runs.recipe_runs import recipe_config
+
+    config = recipe_config(recipe, tmp_path / "run", "/no/model/needed", f"data.path={data}",
+                           f"train.batch_size={batch}")  # fmt: skip
+    shape = "triplets" if "triplets" in data.name else "pairs"
+    check_batch_has_negatives(config, loss, make_objective(loss), shape, gather)
+
+
+def test_batch_1_with_hard_negatives_or_a_non_in_batch_objective_is_accepted(tmp_path):
+    _check(tmp_path, "mnrl", pairs(tmp_path, negatives=True), batch=1)  # one hard negative per anchor
+    _check(tmp_path, "mnrl", pairs(tmp_path, negatives=True), batch=1, loss="triplet")
+    _check(tmp_path, "simcse-sup", pairs(tmp_path), batch=1, loss="alignment")  # no negatives at any size
+    _check(tmp_path, "mnrl", pairs(tmp_path), batch=2)
+
+
+def test_the_rows_are_counted_per_process_unless_gathered(tmp_path, monkeypatch):
+    from contrastext.errors import ConfigError
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ConfigError, match=r"a batch of 1 per process \(3 over 2 processes\) has none.*at least 4"):
+        _check(tmp_path, "mnrl", pairs(tmp_path), batch=3, gather=False)
+    _check(tmp_path, "mnrl", pairs(tmp_path), batch=3, gather=True)  # gathered: 3 candidates per anchor
+    _check(tmp_path, "mnrl", pairs(tmp_path), batch=4, gather=False)
+
+
+def test_in_batch_tells_the_truth_at_one_row():
+    """An ``in_batch`` pair objective gets no gradient from a batch of one pair (AlignUniform: alignment alone);
+    at 16 rows every one of them does."""
+    import torch
+
+    from contrastext.objectives.registry import OBJECTIVES, make_objective
+
+    torch.manual_seed(0)
+    for name, cls in OBJECTIVES.items():
+        if not cls.pair:
+            continue
+        for rows in (1, 16):
+            x, y = torch.randn(rows, 8, requires_grad=True), torch.randn(rows, 8)
+            make_objective(name)(x, y).backward()
+            moved = bool(x.grad.abs().sum() > 0)
+            if rows > 1 or not cls.in_batch:
+                assert moved, (name, rows)
+            elif name != "align_uniform":
+                assert not moved, name
