@@ -7,6 +7,7 @@ itself (an unknown option, a missing one, ``--batch-size 0``), which click would
 
 from __future__ import annotations
 
+import errno
 import importlib
 import re
 import sys
@@ -79,6 +80,10 @@ def usage_message(error) -> str:
     return f"{command}: {error.format_message()} (see '{command} --help')"
 
 
+DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT)
+"""OSErrors of a full or read-only disk, reported as one line by :func:`main`."""
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script: run the command, turn user errors into one line and exit code 2."""
     _register_commands(argv)
@@ -97,5 +102,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except ContrastextError as error:
         print_error(str(error))
+        sys.exit(USAGE_EXIT_CODE)
+    except OSError as error:  # a disk that filled up or turned read-only during the work: one line, not a traceback
+        if error.errno not in DISK_ERRORS:
+            raise
+        where = f" {error.filename}" if error.filename else ""
+        print_error(f"cannot write{where}: {error.strerror}; files written atomically were left as they were")
         sys.exit(USAGE_EXIT_CODE)
     sys.exit(result if isinstance(result, int) else 0)

@@ -39,7 +39,7 @@ from contrastext.runs.lock import run_lock
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
-from contrastext.runtime.paths import check_apart
+from contrastext.runtime.paths import check_apart, check_writable_space, weights_bytes
 from contrastext.runtime.processes import is_main_process
 from contrastext.training.config import TrainConfig
 from contrastext.training.resume_check import RESUME_FROM, check_resume_from
@@ -105,6 +105,10 @@ def resolve_preset(spec: RunSpec, config: TrainConfig) -> tuple[TrainConfig, dic
     return apply_preset(config, spec.protocol, spec.args_model)
 
 
+CHECKPOINT_FACTOR = 3
+"""A checkpoint's size over the model's weight files (weights + AdamW's two moments), for the space check."""
+
+
 def train_inputs(config: TrainConfig) -> list[tuple[str, str | None]]:
     """What a run reads (key, path): the model, the data file or dataset, the evaluation files."""
     from contrastext.evaluation.task_specs import parse_eval_spec
@@ -122,12 +126,15 @@ def train_inputs(config: TrainConfig) -> list[tuple[str, str | None]]:
 
 
 def check_train_output(config: TrainConfig) -> None:
-    """The output folder is a folder (or can be one) and is not, nor lies inside, any input of the run
-    (:func:`~contrastext.runtime.paths.check_apart`): a ConfigError before anything loads or is written."""
+    """The output folder is a folder (or can be one), is not, nor lies inside, any input of the run
+    (:func:`~contrastext.runtime.paths.check_apart`), is writable and has room for one checkpoint (estimated
+    from a local model's weight files): a ConfigError before anything loads or is written."""
     output = Path(config.output_dir)
     check_apart(output, "--output", train_inputs(config))
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output} is an existing file, not a folder; choose another --output")
+    # A checkpoint holds the method's weights and AdamW's two moments (about 3x the model's weight files).
+    check_writable_space(output, "--output", CHECKPOINT_FACTOR * weights_bytes(config.model))
 
 
 def run_recipe(

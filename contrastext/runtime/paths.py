@@ -51,3 +51,43 @@ def check_apart(
             f"{option} {output} {where} the input {kind} ({what}) {value}: writing there would destroy it; "
             f"give {option} a path outside every input"
         )
+
+
+def nearest_existing(path: Path) -> Path:
+    """``path`` or its closest existing parent (the folder a new path would be created in)."""
+    path = Path(os.path.abspath(path))
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def weights_bytes(model: str | os.PathLike | None) -> int:
+    """The size of a local model folder's weight files (0 for a hub name, or no weights found)."""
+    folder = local_input(model)
+    if folder is None or not folder.is_dir():
+        return 0
+    return sum(
+        file.stat().st_size for file in folder.rglob("*") if file.suffix in (".safetensors", ".bin") and file.is_file()
+    )
+
+
+def check_writable_space(folder: str | os.PathLike, option: str, needed: int) -> None:
+    """ConfigError unless ``folder`` (or the parent it would be created in) is a writable folder with at least
+    ``needed`` bytes free: a read-only disk or a full one is named before the work, not after it."""
+    existing = nearest_existing(Path(folder))
+    if not existing.is_dir():
+        return  # a path under a file: named by the caller's own check
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {folder}: cannot write in {existing} (read-only folder or filesystem)")
+    try:
+        statistics = os.statvfs(existing)
+    except OSError:
+        return
+    if statistics.f_flag & os.ST_RDONLY:
+        raise ConfigError(f"{option} {folder}: cannot write in {existing} (read-only filesystem)")
+    free = statistics.f_bavail * statistics.f_frsize
+    if free < needed:
+        raise ConfigError(
+            f"{option} {folder}: {free / 2**20:.1f} MiB free on its disk, a checkpoint of this model needs about "
+            f"{needed / 2**20:.1f} MiB; free space or choose another output folder"
+        )

@@ -28,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -101,11 +102,14 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, fsync, then ``os.replace``."""
     path = Path(path)
     temporary = temporary_path(path)
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:  # a failed write (disk full) leaves no half-written temporary
+        temporary.unlink(missing_ok=True)
     fsync_path(path.parent)
 
 
@@ -147,6 +151,26 @@ def load_method_state(method: nn.Module, path: str | os.PathLike) -> None:
         )
 
 
+DISK_FULL_TEXTS = ("os error 28", "No space left on device", "file write failed")
+READ_ONLY_TEXTS = ("os error 30", "Read-only file system")
+
+
+def disk_error(error: BaseException, path: Path) -> OSError | None:
+    """``error`` as the OSError of a full or read-only disk (errno ENOSPC / EROFS, naming ``path``) when it is one,
+    else None. Writers that are not Python's own (safetensors, ``torch.save``) report these as their own errors;
+    ``torch.save``'s ``file write failed`` counts as a full disk only when under 16 MiB are left."""
+    if isinstance(error, OSError):
+        return error if error.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT) else None
+    text = str(error)
+    if any(marker in text for marker in READ_ONLY_TEXTS):
+        return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+    if any(marker in text for marker in DISK_FULL_TEXTS[:2]) or (
+        DISK_FULL_TEXTS[2] in text and shutil.disk_usage(path.parent).free < 16 * 2**20
+    ):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return None
+
+
 def write_folder_atomically(final: Path, write) -> Path:
     """Call ``write(temporary_folder)``, fsync what it wrote, rename the folder to ``final``."""
     final = Path(final)
@@ -159,6 +183,11 @@ def write_folder_atomically(final: Path, write) -> Path:
             fsync_path(file)
         fsync_path(temporary)
         _replace_folder(temporary, final)
+    except Exception as error:
+        disk = disk_error(error, final)
+        if disk is None or disk is error:
+            raise
+        raise disk from error
     finally:
         if temporary.exists():
             shutil.rmtree(temporary, ignore_errors=True)
