@@ -44,6 +44,7 @@ from contrastext.cli.encode_command import (
     write_file_atomically,
 )
 from contrastext.errors import ContrastextError, DataFormatError, NonFiniteError
+from contrastext.runtime.paths import check_apart
 
 OUTPUT_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 HEAD = "classifier head"
@@ -174,6 +175,7 @@ def predict_command(
     fmt = output_format(output)
     if output is not None:
         check_output_file(output, "--output")
+        check_apart(output, "--output", [("--input", input), ("--model", model)])  # never over an input
     texts = read_texts(input)
     classifier = load_classifier_folder(model, trust_remote_code=trust_remote_code)
     read_pairs = classifier.text_pair if pairs is None else pairs

@@ -16,6 +16,7 @@ import pytest
 
 import contrastext.cli.encode_command  # noqa: F401  (registers the commands)
 import contrastext.cli.eval_command  # noqa: F401
+import contrastext.cli.predict_command  # noqa: F401
 import contrastext.cli.train_command  # noqa: F401
 from tests.cli.cli_runs import run
 from tests.cli.test_train_command import FAST, RECIPE, with_sets
@@ -54,6 +55,14 @@ def texts(tmp_path) -> Path:
 def test_encode_output_equal_to_input_is_refused(texts, model, capsys, no_model_loads):
     line = refused(["encode", "-m", str(model), "-i", str(texts), "-o", str(texts)], capsys, texts)
     assert "--output" in line and "(--input)" in line
+
+
+@pytest.mark.parametrize("where", ["the input", "inside the model"])
+def test_predict_output_over_an_input_is_refused(tmp_path, model, where, capsys, no_model_loads):
+    texts = tmp_path / "texts.csv"  # a suffix predict writes, so only the overlap can refuse it
+    texts.write_text(TEXTS, encoding="utf-8")
+    output = texts if where == "the input" else model / "labels.jsonl"
+    refused(["predict", "-m", str(model), "-i", str(texts), "-o", str(output)], capsys, texts, model)
 
 
 def test_encode_output_through_a_link_to_the_input_is_refused(tmp_path, texts, model, capsys, no_model_loads):
