@@ -113,3 +113,20 @@ def test_the_lock_is_reentrant_in_one_process_and_goes_with_the_outermost_hold(t
         release(tmp_path, created)
         assert (tmp_path / LOCK_NAME).exists()
     assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_two_train_processes_started_together_into_one_folder_give_one_run_and_a_log_without_repeats(
+    tmp_path, tiny_bert_path, data_root
+):
+    folder = tmp_path / "run"
+    argv = [sys.executable, "-m", "contrastext", *train_argv(folder, tiny_bert_path, data_root)]
+    processes = [subprocess.Popen(argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(process.wait(timeout=300), process.communicate()[1]) for process in processes]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 2], results
+    refused = next(stderr for code, stderr in results if code == 2).strip().splitlines()
+    assert len(refused) == 1 and refused[0].startswith("error:")  # the lock (pid) or, if it came late, the run
+    steps = [json.loads(line)["step"] for line in (folder / "train_log.jsonl").read_text().splitlines()]
+    assert steps == sorted(set(steps))
+    assert not (folder / LOCK_NAME).exists()
