@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from contrastext.data.examples import Example, IndexedExample, TaskExample
+from contrastext.data.quality import DUPLICATE_WARNING, drop_blank, duplicate_positives
 from contrastext.data.sources import DEFAULT_HOLDOUT, SOURCE_KEYS, DataSpec, choose_source
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet
@@ -135,6 +136,7 @@ def load_training_data(config, data_root: Path | None, default_task: str) -> Tra
         loaded = load_task(spec.task or default_task, data_root)
         examples = list(loaded.examples)
         description = {"source": "data.task", "train": f"{loaded.task.name}:{loaded.split}", "n_rows": len(examples)}
+    examples = _without_blank_texts(examples, description)
     examples = apply_limit(examples, config)
     if len(examples) < 2:
         raise ConfigError(
@@ -142,7 +144,44 @@ def load_training_data(config, data_root: Path | None, default_task: str) -> Tra
             "contrastive training needs at least 2 (check data.task, data.path, data.dataset, data.limit)"
         )
     description["n_train"] = len(examples)
+    _report_duplicate_positives(examples, description)
     return TrainingData(examples, description)
+
+
+def _without_blank_texts(examples: list[Example], description: dict) -> list[Example]:
+    """The examples without those holding a text that is empty once tokenised (:func:`~contrastext.data.quality.
+    is_blank`: only whitespace, zero-width or bidi characters); a warning counts them and names the first."""
+    kept, dropped = drop_blank(examples)
+    if dropped:
+        first = dropped[0].source or f"row {examples.index(dropped[0]) + 1}"
+        logger.warning(
+            "data: dropped %d of %d rows with a text that is empty once tokenised (only whitespace, control, "
+            "zero-width or bidi characters), the first at %s", len(dropped), len(examples), first,
+        )  # fmt: skip
+        description["n_dropped_blank"] = len(dropped)
+    return kept
+
+
+def _report_duplicate_positives(examples: Sequence[Example], description: dict) -> None:
+    """Count the rows repeating another row's positive (``description["duplicate_positives"]``); a line says so,
+    a warning above :data:`~contrastext.data.quality.DUPLICATE_WARNING` of the rows."""
+    repeated, most = duplicate_positives(examples)
+    if not repeated:
+        return
+    share = repeated / len(examples)
+    description["duplicate_positives"] = repeated
+    text = most if len(most) <= 60 else most[:57] + "..."
+    message = (
+        f"data: {repeated} of {len(examples)} rows ({share:.1%}) repeat another row's positive (the most repeated: "
+        f"{text!r}); in a batch holding two of them, each is the other's negative"
+    )
+    if share > DUPLICATE_WARNING:
+        logger.warning(
+            "%s. Above %.0f%%: remove the repeated rows (no sampler keeping duplicates apart exists yet)",
+            message, 100 * DUPLICATE_WARNING,
+        )  # fmt: skip
+    else:
+        logger.info(message)
 
 
 def load_training_examples(config, data_root: Path | None, default_task: str) -> list[Example]:

@@ -206,3 +206,58 @@ def test_in_batch_tells_the_truth_at_one_row():
                 assert moved, (name, rows)
             elif name != "align_uniform":
                 assert not moved, name
+
+
+# ----------------------------------------------------------------------------------------------- blank texts, duplicates
+
+
+def _load(tmp_path, recipe: str, data: Path):
+    from contrastext.runs.data import load_training_data
+    from tests.runs.recipe_runs import recipe_config
+
+    config = recipe_config(recipe, tmp_path / "run", "/no/model/needed", f"data.path={data}")
+    return load_training_data(config, None, default_task="nli-triplets" if recipe != "simcse-unsup" else "wiki1m")
+
+
+def test_texts_empty_once_tokenised_are_counted_and_dropped_with_a_line(tmp_path, caplog):
+    path = tmp_path / "pairs.csv"
+    path.write_text("anchor,positive\nwhat about cats,a text on cats\n\u200b\u200f,a text on rain\n"
+                    "what about rome,\u2066 \u2069\nwhat about chess,a text on chess\n", encoding="utf-8")  # fmt: skip
+    with caplog.at_level("WARNING", logger="contrastext.runs"):
+        data = _load(tmp_path, "mnrl", path)
+    assert [example.texts[0] for example in data.examples] == ["what about cats", "what about chess"]
+    assert data.description["n_dropped_blank"] == 2 and data.description["n_train"] == 2
+    assert [record.getMessage() for record in caplog.records] == [
+        "data: dropped 2 of 4 rows with a text that is empty once tokenised (only whitespace, control, zero-width "
+        f"or bidi characters), the first at {path}:3"
+    ]
+
+
+def test_every_text_blank_is_refused(tmp_path):
+    from contrastext.errors import ConfigError
+
+    path = tmp_path / "sentences.txt"
+    path.write_text("\u200b\n\u200f\u200e\n\u2066x\u2069\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"data: 1 training example\(s\); contrastive training needs at least 2"):
+        _load(tmp_path, "simcse-unsup", path)
+
+
+def test_the_share_of_duplicate_positives_is_reported_and_warned_above_the_threshold(tmp_path, caplog):
+    path = tmp_path / "pairs.csv"
+    path.write_text("anchor,positive\n" + "".join(f"q{n},the same positive\n" for n in range(8)))
+    with caplog.at_level("INFO", logger="contrastext.runs"):
+        data = _load(tmp_path, "mnrl", path)
+    assert data.description["duplicate_positives"] == 7
+    [record] = caplog.records
+    assert record.levelname == "WARNING" and record.getMessage() == (
+        "data: 7 of 8 rows (87.5%) repeat another row's positive (the most repeated: 'the same positive'); in a "
+        "batch holding two of them, each is the other's negative. Above 10%: remove the repeated rows (no sampler "
+        "keeping duplicates apart exists yet)"
+    )
+    caplog.clear()
+    unique = tmp_path / "few.csv"
+    unique.write_text("anchor,positive\n" + "".join(f"q{n},positive {n % 19}\n" for n in range(20)))
+    with caplog.at_level("INFO", logger="contrastext.runs"):
+        data = _load(tmp_path, "mnrl", unique)
+    assert data.description["duplicate_positives"] == 1
+    assert [record.levelname for record in caplog.records] == ["INFO"]  # 5%: reported, no warning
