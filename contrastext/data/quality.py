@@ -32,6 +32,9 @@ DUPLICATE_WARNING = 0.10
 
 def is_blank(text: str) -> bool:
     """Whether ``text`` has no character left once :data:`REMOVED_CATEGORIES` and whitespace are removed."""
+    stripped = text.strip()
+    if stripped and unicodedata.category(stripped[0]) not in REMOVED_CATEGORIES:
+        return False  # the common case, decided by one character
     return all(char.isspace() or unicodedata.category(char) in REMOVED_CATEGORIES for char in text)
 
 
