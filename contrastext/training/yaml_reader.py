@@ -29,7 +29,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 MAX_DEPTH = 64
 """Most levels of nesting a YAML document may have (configs use four)."""
 
-MAX_VALUES = 1_000_000
+MAX_VALUES = 100_000
 """Most values (scalars, lists, mappings) a document may hold once its aliases are expanded."""
 
 SCALAR_CHARS = 100
