@@ -234,8 +234,10 @@ def test_a_local_datasets_folder(tmp_path, tiny_bert_path, capsys):
 
 def test_two_sources_at_one_level_are_one_line_naming_both(tmp_path, capsys):
     path = write_reviews(tmp_path / "reviews.csv")
+    dataset = tmp_path / "ds"  # beside the output folder: an output inside an input is refused first
+    dataset.mkdir()
     message = one_line_error(*train(
-        capsys, "scl", tmp_path / "o", f"data.path={path}", f"data.dataset={tmp_path}",
+        capsys, "scl", tmp_path / "o", f"data.path={path}", f"data.dataset={dataset}",
     )[::2])
     assert "data.path" in message and "data.dataset" in message and "reviews.csv" in message
 
