@@ -23,7 +23,7 @@ import yaml
 
 from contrastext.cli import app
 from contrastext.cli.train_command import OutputOption, RecipeArgument, SetOption, SetValuesCommand
-from contrastext.training.yaml_reader import read_yaml
+from contrastext.runtime.yaml_reader import read_yaml
 
 config_app = typer.Typer(
     name="config",

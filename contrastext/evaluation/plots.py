@@ -47,7 +47,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from contrastext.errors import ConfigError, MissingDataError  # noqa: E402
 from contrastext.runtime.run_log import LOG_NAME, read_log  # noqa: E402
-from contrastext.training.yaml_reader import read_yaml  # noqa: E402
+from contrastext.runtime.yaml_reader import read_yaml  # noqa: E402
 
 GEOMETRY_KEYS = ("align", "uniform")
 GRADIENT_KEYS = ("grad_alignment", "grad_uniformity")

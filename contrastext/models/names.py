@@ -114,7 +114,7 @@ def _recorded_names(folder: Path) -> list:
 
     import yaml
 
-    from contrastext.training.yaml_reader import read_yaml
+    from contrastext.runtime.yaml_reader import read_yaml
 
     names = []
     card = folder / "README.md"

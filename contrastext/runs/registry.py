@@ -35,10 +35,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from contrastext.errors import ConfigError, ContrastextError, UnknownNameError
-from contrastext.runs.lock import run_lock
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
+from contrastext.runtime.lock import run_lock
 from contrastext.runtime.paths import check_apart, check_writable_space, weights_bytes
 from contrastext.runtime.processes import is_main_process
 from contrastext.training.config import TrainConfig

@@ -34,8 +34,8 @@ from pydantic import (
 )
 
 from contrastext.errors import ConfigError
+from contrastext.runtime.yaml_reader import MAX_DEPTH, YamlLimitError, read_yaml
 from contrastext.training.key_names import config_keys, suggest
-from contrastext.training.yaml_reader import MAX_DEPTH, YamlLimitError, read_yaml
 
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from contrastext.errors import ConfigError, ContrastextError, MissingDataError
+from contrastext.runtime.yaml_reader import read_yaml
 from contrastext.training.checkpoint import (
     CHECKPOINTS_DIR,
     STATE_FILE,
@@ -33,7 +34,6 @@ from contrastext.training.checkpoint import (
     verify_checkpoint,
 )
 from contrastext.training.config import TrainConfig
-from contrastext.training.yaml_reader import read_yaml
 
 SAFE_RESUME_KEYS = frozenset(
     {

@@ -50,7 +50,7 @@ from tqdm.auto import tqdm
 from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError, MissingDataError
-from contrastext.runs.lock import run_lock
+from contrastext.runtime.lock import run_lock
 from contrastext.runtime.processes import describe_world, is_main_process
 from contrastext.runtime.run_log import LOG_NAME, read_log
 from contrastext.runtime.seeding import make_generator, set_seed
@@ -299,7 +299,7 @@ class Trainer:
         must not hold a run (unless ``train.overwrite``) nor overlap that run; the run's log up to the checkpoint
         and its ``best/`` are copied (:func:`adopt_history`); the source is only read.
 
-        The main process holds ``output_dir``'s lock (:mod:`contrastext.runs.lock`) for the whole run: a second
+        The main process holds ``output_dir``'s lock (:mod:`contrastext.runtime.lock`) for the whole run: a second
         run into the folder is refused naming this one's pid (a run of :func:`~contrastext.runs.registry.run_recipe`
         holds it already, at its top folder)."""
         with run_lock(self.output_dir) if is_main_process() else nullcontext():

@@ -16,7 +16,7 @@ import pytest
 
 import contrastext.cli.encode_command  # noqa: F401  (registers the commands)
 import contrastext.cli.train_command  # noqa: F401
-from contrastext.runs.lock import LOCK_NAME
+from contrastext.runtime.lock import LOCK_NAME
 from contrastext.runtime.paths import weights_bytes
 from tests.cli.cli_runs import run
 from tests.robustness.hostile import folder_digest

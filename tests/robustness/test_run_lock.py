@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 import contrastext.cli.train_command  # noqa: F401  (registers the command)
-from contrastext.runs.lock import LOCK_NAME, FolderLockedError, acquire, read_lock, release, run_lock
+from contrastext.runtime.lock import LOCK_NAME, FolderLockedError, acquire, read_lock, release, run_lock
 from tests.cli.cli_runs import run
 from tests.cli.test_train_command import FAST, RECIPE, with_sets
 from tests.robustness.hostile import REPO_ROOT, folder_digest
 
 HOLDER = (
     "import sys, time\n"
-    "from contrastext.runs.lock import acquire\n"
+    "from contrastext.runtime.lock import acquire\n"
     "acquire(sys.argv[1])\n"
     "print('held', flush=True)\n"
     "time.sleep(120)\n"

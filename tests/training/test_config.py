@@ -288,7 +288,7 @@ def test_duplicate_keys_in_a_nested_or_flow_mapping_are_refused(tmp_path):
 
 
 def test_a_merge_key_may_still_be_overridden():
-    from contrastext.training.yaml_reader import read_yaml
+    from contrastext.runtime.yaml_reader import read_yaml
 
     assert read_yaml("base: &b {x: 1, y: 2}\nt:\n  <<: *b\n  x: 3\n")["t"] == {"x": 3, "y": 2}
 

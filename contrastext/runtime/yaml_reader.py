@@ -16,7 +16,7 @@ Example::
     >>> read_yaml("train: {a: 1}\\ntrain: {b: 2}\\n")
     Traceback (most recent call last):
     ...
-    contrastext.training.yaml_reader.YamlLimitError: line 2: duplicate key 'train' (first at line 1); a key may appear once
+    contrastext.runtime.yaml_reader.YamlLimitError: line 2: duplicate key 'train' (first at line 1); a key may appear once
 """
 
 from __future__ import annotations
