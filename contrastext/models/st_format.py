@@ -39,7 +39,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from safetensors.torch import save_file
@@ -48,9 +48,6 @@ from contrastext.errors import ConfigError
 from contrastext.models.pooling import check_pooling_name
 from contrastext.models.projection import DenseLayer, Projection, activation_class_path
 from contrastext.models.weights import load_safetensors, load_torch_weights
-
-if TYPE_CHECKING:
-    from contrastext.models.encoder import TextEncoder
 
 CONTRASTEXT_CONFIG = "contrastext_config.json"
 CONTRASTEXT_PROJECTION = "contrastext_projection.safetensors"
@@ -346,6 +343,25 @@ def _read_contrastext_config(name_or_path: str | os.PathLike, ours_file: Path, f
 # ----------------------------------------------------------------------------------------------- writing
 
 
+class SavableEncoder(Protocol):
+    """What ``write_st_folder`` reads of an encoder (``TextEncoder`` has it; this module does not import it).
+
+    Typed structurally so that the encoder module imports this one and never the other way round.
+    """
+
+    backbone: Any
+    tokenizer: Any
+    pooling: str
+    max_seq_length: int
+    hidden_size: int
+    normalize: bool
+    projection: Projection | None
+    projection_at_inference: bool
+
+    @property
+    def embedding_dim(self) -> int: ...
+
+
 def _write_json(path: Path, content: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
@@ -390,7 +406,7 @@ def _write_dense(layer: DenseLayer, folder: Path) -> None:
     save_file(state, str(folder / "model.safetensors"))
 
 
-def write_st_folder(encoder: TextEncoder, path: str | os.PathLike) -> Path:
+def write_st_folder(encoder: SavableEncoder, path: str | os.PathLike) -> Path:
     """Save ``encoder`` in the ST layout described in this module's docstring; returns the folder."""
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
