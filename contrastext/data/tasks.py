@@ -26,10 +26,11 @@ from typing import Literal, TypeVar
 from contrastext.data import formats
 from contrastext.data.examples import Example
 from contrastext.data.root import DATA_ROOT_VARIABLE, resolve_data_root
+from contrastext.data.task_kinds import TaskKind
 from contrastext.errors import ContrastextError, EmptyDataError, MissingDataError, UnknownNameError
 
-TaskKind = Literal["sts", "single", "pair", "regression", "sentences", "triplets"]
-Metric = Literal["spearman", "accuracy", "f1", "matthews", "pearson"]
+Metric = Literal["spearman", "accuracy", "f1", "mcc", "pearson"]
+"""A task's headline metric: the ``<metric>`` of its metric keys (``cola_dev_mcc``)."""
 Reader = Callable[[Path], list[Example]]
 SubsetReader = Callable[[Path], dict[str, list[Example]]]
 ScoreRange = tuple[float, float]
@@ -180,7 +181,7 @@ TASKS: dict[str, Task] = {
         Task(
             name="cola",
             kind="single",
-            metric="matthews",
+            metric="mcc",
             num_labels=2,
             label_names=("unacceptable", "acceptable"),
             splits=_glue_splits("CoLA"),

@@ -22,7 +22,7 @@ def test_registry_has_the_required_tasks_with_valid_fields() -> None:
         assert task.name == name
         assert task.default_split in task.splits
         assert task.kind in {"sts", "single", "pair", "regression", "sentences", "triplets"}
-        assert task.metric in {"spearman", "accuracy", "f1", "matthews", "pearson", None}
+        assert task.metric in {"spearman", "accuracy", "f1", "mcc", "pearson", None}
         if task.label_names is not None:
             assert len(task.label_names) == task.num_labels
 
