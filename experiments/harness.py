@@ -271,8 +271,7 @@ def bootstrap_interval(
 class Comparison:
     """Treatment vs baseline over the seeds both have (paired by seed / draw).
 
-    ``direction`` +1: the paper says treatment > baseline; -1: treatment < baseline. (A plain class, not a
-    dataclass: test files load this module from its path without registering it in ``sys.modules``.)
+    ``direction`` +1: the paper says treatment > baseline; -1: treatment < baseline.
     """
 
     def __init__(self, treatment: str, baseline: str, key: str, seeds: list[int], treatment_values: list[float],

@@ -55,16 +55,6 @@ def tokenize(
     return dict(encoded)
 
 
-def tokenize_column(tokenizer, examples: Sequence[Example], column: int, max_length: int) -> dict[str, Tensor]:
-    """Tokenise text number ``column`` of every example (e.g. 0 = anchors, 1 = positives)."""
-    short = [index for index, example in enumerate(examples) if len(example.texts) <= column]
-    if short:
-        first = examples[short[0]]
-        where = f" ({first.source})" if first.source else ""
-        raise ValueError(f"example {short[0]}{where} has {len(first.texts)} text(s), text {column} was asked for")
-    return tokenize(tokenizer, [example.texts[column] for example in examples], max_length)
-
-
 def labels_tensor(examples: Sequence[Example], dtype: torch.dtype = torch.long) -> Tensor:
     """The examples' labels as a tensor; an example without a label is an error naming its source."""
     missing = [example for example in examples if example.label is None]

@@ -40,7 +40,7 @@ Example::
 
     parts = gradient_decomposition(InfoNCE(temperature=0.05), x, y)
     # {"alignment": 3.1, "uniformity": 2.9, "total": 0.8}: mean per-anchor gradient norms
-    table = gradient_norms_for_losses({"infonce": infonce, "dcl": dcl}, x, y)
+    exact = similarity_gradient_parts(lambda s: F.cross_entropy(s / 0.05, torch.arange(len(s))), x, y).mean_norms()
 """
 
 from __future__ import annotations
@@ -149,23 +149,3 @@ def gradient_parts(loss_fn: EmbeddingLoss, x: Tensor, y: Tensor) -> GradientPart
 def gradient_decomposition(loss_fn: EmbeddingLoss, x: Tensor, y: Tensor) -> dict[str, float]:
     """Mean per-anchor gradient norms ``{"alignment", "uniformity", "total"}`` of ``loss_fn(x, y)``."""
     return gradient_parts(loss_fn, x, y).mean_norms()
-
-
-def similarity_gradient_decomposition(
-    loss_on_similarity: SimilarityLoss, x: Tensor, y: Tensor
-) -> dict[str, float]:
-    """Mean per-anchor gradient norms of a loss written on the cosine matrix S = x̂ ŷᵀ."""
-    return similarity_gradient_parts(loss_on_similarity, x, y).mean_norms()
-
-
-def gradient_norms_for_losses(losses: dict[str, EmbeddingLoss], x: Tensor, y: Tensor) -> dict[str, dict[str, float]]:
-    """One row per loss name: its mean alignment / uniformity / total gradient norms on the same (x, y)."""
-    return {name: gradient_decomposition(loss_fn, x, y) for name, loss_fn in losses.items()}
-
-
-def format_gradient_table(table: dict[str, dict[str, float]]) -> str:
-    """A plain-text table of ``gradient_norms_for_losses`` output, one line per loss."""
-    lines = [f"{'loss':<20} {'alignment':>10} {'uniformity':>10} {'total':>10}"]
-    for name, row in table.items():
-        lines.append(f"{name:<20} {row['alignment']:>10.4f} {row['uniformity']:>10.4f} {row['total']:>10.4f}")
-    return "\n".join(lines)

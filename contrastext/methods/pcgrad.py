@@ -22,9 +22,8 @@ Three layers, each usable on its own:
 - :func:`project_conflicting` / :func:`pcgrad`: the math on a list of flat gradient vectors;
 - :func:`pcgrad_gradients`: per-task ``torch.autograd.grad`` of a list of losses -> one combined gradient
   per parameter (shared parameters projected, the others summed);
-- :func:`pcgrad_backward` (writes ``.grad``, for a hand-written optimiser loop) and
-  :func:`pcgrad_surrogate` (a scalar whose VALUE is 0 and whose GRADIENT is the combined gradient, so a
-  method-agnostic trainer that calls ``loss.backward()`` applies PCGrad without knowing about it).
+- :func:`pcgrad_surrogate`: a scalar whose VALUE is 0 and whose GRADIENT is the combined gradient, so a
+  method-agnostic trainer that calls ``loss.backward()`` applies PCGrad without knowing about it.
 
 Example::
 
@@ -132,30 +131,6 @@ def pcgrad_gradients(
         result.append(combined[offset : offset + count].view_as(parameter).to(parameter.dtype))
         offset += count
     return result + specific_sum
-
-
-def pcgrad_backward(
-    losses: Sequence[Tensor],
-    shared: Sequence[nn.Parameter],
-    specific: Sequence[nn.Parameter] = (),
-    generator: torch.Generator | None = None,
-    reduction: str = "sum",
-) -> None:
-    """Accumulate the PCGrad combination into each parameter's ``.grad`` (call ``optimizer.step()`` next).
-
-    Example::
-
-        >>> optimizer.zero_grad()
-        >>> pcgrad_backward([loss_sst, loss_quora, loss_sts], encoder_params, head_params)
-        >>> optimizer.step()
-    """
-    parameters = list(shared) + list(specific)
-    combined = pcgrad_gradients(losses, shared, specific, generator, reduction)
-    for parameter, gradient in zip(parameters, combined, strict=True):
-        if parameter.grad is None:
-            parameter.grad = gradient.detach().clone()
-        else:
-            parameter.grad += gradient.detach()
 
 
 def pcgrad_surrogate(

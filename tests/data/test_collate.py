@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from contrastext.data.collate import labels_tensor, pad_sequences, tokenize, tokenize_column
+from contrastext.data.collate import labels_tensor, pad_sequences, tokenize
 from contrastext.data.examples import Example
 
 
@@ -26,12 +26,9 @@ def test_pads_to_the_longest_in_the_batch_only(tokenizer):
     assert pairs["token_type_ids"][0].tolist() == [0, 0, 0, 0, 1, 1, 1]
 
 
-def test_columns_and_labels(tokenizer):
+def test_labels():
     examples = [Example(("a", "b"), 1), Example(("c d e", "f"), 0, source="x.tsv:3")]
-    assert tokenize_column(tokenizer, examples, 1, 16)["input_ids"].shape == (2, 3)
     assert labels_tensor(examples).tolist() == [1, 0]
-    with pytest.raises(ValueError, match=r"\(x.tsv:3\) has 2 text"):
-        tokenize_column(tokenizer, examples[1:], 2, 16)
     with pytest.raises(ValueError, match="has no label"):
         labels_tensor([Example(("a",), source="y:1")])
 
