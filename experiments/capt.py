@@ -232,7 +232,7 @@ def split_setting(setting: str) -> tuple[str, str]:
 
 
 def common_overrides() -> list[str]:
-    return ["train.keep_last=1", "train.overwrite=true", "train.progress_bar=false", "train.tensorboard=false"]
+    return ["train.keep_last=1", "train.overwrite=true", "train.progress_bar=false", "train.report_to=none"]
 
 
 def pretrain_overrides(args: argparse.Namespace, variant: str, output_dir: Path | str) -> list[str]:

@@ -116,7 +116,7 @@ def overrides(args: argparse.Namespace, loss: str, seed: int) -> list[str]:
         f"train.log_every={args.log_every}",
         "train.overwrite=true",
         "train.progress_bar=false",
-        "train.tensorboard=false",
+        "train.report_to=none",
         "eval.tasks=[stsb:dev]",
         f"eval.limit={args.eval_limit if args.eval_limit else 'null'}",
         "method_args.geometry=false",

@@ -203,7 +203,7 @@ def overrides(setting: str, seed: int, args) -> list[str]:
         "train.keep_last=1",
         "train.overwrite=true",
         "train.progress_bar=false",
-        "train.tensorboard=false",
+        "train.report_to=none",
         f"data.limit={args.limit}",
         f"data.max_length={args.max_length}",
         f"eval.limit={args.eval_limit}",

@@ -205,7 +205,7 @@ def common_overrides(args: argparse.Namespace, task: str, seed: int) -> list[str
         "train.keep_last=1",
         "train.overwrite=true",
         "train.progress_bar=false",
-        "train.tensorboard=false",
+        "train.report_to=none",
         f"data.task={task}",
         f"data.max_length={args.max_length}",
         f"eval.tasks=[{task}:dev]",

@@ -175,7 +175,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> list[str]:
         "train.keep_last=1",
         "train.overwrite=true",
         "train.progress_bar=false",
-        "train.tensorboard=false",
+        "train.report_to=none",
         *_eval_overrides(args),
     ]
     if args.train_limit is not None:
@@ -261,7 +261,7 @@ def keep_metrics(evaluated: dict) -> dict:
 
 def evaluate_before(args: argparse.Namespace, setting: str) -> dict:
     """The starting encoder with the setting's pooling, no MLP, scored by the recipe's own evaluator."""
-    from contrastext.methods.simcse import SimCSEUnsupArgs
+    from contrastext.runs.simcse import SimCSEUnsupArgs
     from contrastext.runs.evaluation import sentence_evaluator
     from contrastext.runs.simcse import sentence_encoder
 

@@ -55,7 +55,7 @@ def demo_config(output: Path, steps: int, batch_size: int, seed: int):
         "train.log_every": 5,
         "train.metric_for_best": METRIC,
         "train.keep_last": 1,
-        "train.tensorboard": False,
+        "train.report_to": [],
         "data.task": "wiki1m",
         "eval.tasks": [EVAL_SPEC],
     }

@@ -33,7 +33,9 @@ Any objective of :mod:`contrastext.objectives` that takes the batch plugs in: ``
 for pairs and dropout twins (its ``pair``), ``loss(anchors, positives, negatives)`` for triplets (its
 ``takes_negatives``); the recipes build them by name with :func:`contrastext.objectives.make_objective` and
 refuse a misfit before the model loads (:func:`contrastext.runs.simcse.check_objective_fits`). How a recipe
-becomes this module (data, encoder, evaluator) is :mod:`contrastext.runs.simcse`.
+becomes this module (data, encoder, evaluator) and the recipes' ``method_args`` (``SimCSEUnsupArgs``,
+``SimCSESupArgs``, ``MNRLArgs``, ``GDArgs``) are in :mod:`contrastext.runs` (``simcse.py``, ``mnrl.py``, ``gd.py``):
+this module holds the Method only.
 
 Example::
 
@@ -46,10 +48,8 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from contrastext.data.collate import encoder_inputs, tokenize
@@ -59,39 +59,6 @@ from contrastext.negatives.distributed import all_gather_with_grad
 from contrastext.runtime.processes import is_distributed
 from contrastext.training.grad_cache import split_view_major
 from contrastext.training.method import Method
-
-MlpUse = Literal["train", "always", "none"]
-
-
-class SimCSEUnsupArgs(BaseModel):
-    """``method_args`` of ``simcse-unsup``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    loss: str = Field(default="infonce", description="the pair objective, by its registry name (infonce, dcl, ...)")
-    loss_args: dict[str, Any] = Field(
-        default_factory=dict, description="keyword arguments of the objective (temperature, margin, lam, ...)"
-    )
-    temperature: float = Field(default=0.05, gt=0, description="τ of InfoNCE (and of dcl / hinged_dcl)")
-    pooling: str | None = Field(
-        default=None,
-        description="cls, cls_before_pooler, mean, max, pooler, first_last_avg; None keeps the model's own "
-        "(a sentence-transformers folder's pooling, mean for a plain Hugging Face model). The recipes write "
-        "SimCSE's cls explicitly",
-    )
-    mlp: MlpUse | None = Field(
-        default=None,
-        description="SimCSE's MLP: train (a new MLP in training only), always (kept at inference), none; None "
-        "adds no MLP and keeps the model's own layers. The recipes write SimCSE's choice explicitly",
-    )
-    symmetric: bool = Field(default=False, description="also the positives -> anchors direction")
-    gather: bool = Field(default=True, description="gather candidates across processes (world size > 1)")
-
-
-class SimCSESupArgs(SimCSEUnsupArgs):
-    """``method_args`` of ``simcse-sup``: hard negatives weighed (the recipe keeps SimCSE's MLP at inference)."""
-
-    hard_negative_weight: float = Field(default=0.0, description="added to each anchor's own hard-negative logit")
 
 
 class SimCSE(Method):

@@ -1,9 +1,44 @@
-"""Recipe ``gd``: unsupervised SimCSE with one of seven objectives, plus geometry and gradient diagnostics.
+"""Recipe ``gd``: gradient dissipation, unsupervised SimCSE with a choice of objective, plus geometry and gradient logs.
 
-The arguments and the objectives' formulas are in :mod:`contrastext.methods.gd`; the method is
-:class:`~contrastext.methods.simcse.SimCSE`. At every evaluation the evaluator adds, beside the STS metrics,
-``align`` / ``uniform`` on STS-B dev (Wang & Isola's measures) and ``grad_alignment`` / ``grad_uniformity``
-/ ``grad_total`` on a FIXED batch of dropout twins (:func:`gradient_metrics`).
+Nie, Zhang & Mao, "On the inadequacy of optimizing alignment and uniformity in contrastive learning of
+sentence representations", ICLR 2023. Their setting is unsupervised SimCSE (dropout twins x_k, y_k on
+wiki1m sentences); they compare InfoNCE with its decoupled forms and show that InfoNCE's gradient w.r.t.
+an anchor shrinks as the positive pair gets closer than the negatives ("gradient dissipation"), which
+the joint alignment + uniformity objective lacks (and overfits). Margin losses that simulate the
+dissipation match or beat InfoNCE. ``loss`` picks the objective on L2-normalised embeddings x, y (B × d):
+the paper's seven below, each as the authors' released code computes it (BDBC-KG-NLP/ICLR2023_Gradient-Dissipation,
+``loss.py`` and ``simcse/models.py`` ``cal_loss``; the formulas and the code's lines are in docs/methods/gd.md),
+or any other registered objective that takes (anchor, positive) pairs (:mod:`contrastext.objectives.registry`):
+
+- ``infonce``:          −log exp(s_kk/τ) / Σ_j exp(s_kj/τ)                         (SimCSE, their "infonce")
+- ``align_uniform``:    (1−λ)·E‖x_k − y_k‖² + λ·(2t + (U(x) + U(y))/2)              ("a&u")
+- ``dcl``:              −s_kk/τ + log Σ_{j≠k} exp(s_kj/τ)                          ("decouple")
+- ``hinged_dcl``:       relu of the per-sample DCL term                            ("decouple_pos", DCL+)
+- ``margin_euclidean``: relu(m + ‖x_k − y_k‖ − min_i D_ik), m = 0.45                ("met")
+- ``margin_angle``:     relu(m·π + θ_kk − min_i Θ_ik), m = 0.15                     ("mat")
+- ``margin_product``:   relu(m − s_kk + max_i S_ik), m = 0.09                       ("mpt")
+
+(D, Θ, S: the distance / angle / cosine matrices, the positive's own entry filled as in the authors' code,
+``margin_diagonal``; see :mod:`contrastext.objectives.margin`.) ``align_uniform_form: wang_isola`` gives Wang
+& Isola's E‖x_k − y_k‖² + λ·(U(x) + U(y))/2 instead.
+
+One source per knob: the paper's knobs are ``method_args`` keys (``temperature``, ``margin``, ``margin_diagonal``,
+``lam``, ``align_uniform_form``: :data:`GDArgs.objective_knobs`), each given to every objective whose constructor
+takes it (τ, m, the diagonal, λ, the form; :func:`contrastext.runs.simcse.objective_options`); ``loss_args`` holds
+the objective's other arguments (``alpha``, ``t``, ...), and a knob given there is a ConfigError naming its key.
+
+At every evaluation the evaluator adds, beside STS-B dev Spearman:
+
+- ``align`` / ``uniform``: alignment (pairs scored ≥ 4) and uniformity (all sentences) of STS-B dev
+  (Wang & Isola's measures, :mod:`contrastext.evaluation.geometry`), on the ``eval.limit`` first pairs;
+- ``grad_alignment`` / ``grad_uniformity`` / ``grad_total``: mean per-anchor norms of the two parts of the
+  training objective's gradient (:func:`gradient_metrics`, :mod:`contrastext.evaluation.gradients`) on a FIXED
+  batch, the first ``diagnostic_batch_size`` training sentences encoded twice with dropout under a fixed seed
+  (the RNG state of the training is saved and restored around it, so diagnostics never change the training).
+
+``pooling`` / ``mlp`` are unsupervised SimCSE's (:class:`~contrastext.runs.simcse.SimCSEUnsupArgs`): unset,
+they keep the model's own; the recipe writes the authors' ``cls`` + ``train`` explicitly. The method is
+:class:`~contrastext.methods.simcse.SimCSE` with the chosen objective. ``contrastext plot RUN_DIR`` draws the curves.
 
 Example::
 
@@ -16,38 +51,76 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import nn
 
 from contrastext.data.examples import Example
 from contrastext.data.tasks import load_task
-from contrastext.methods.gd import GDArgs
 from contrastext.methods.simcse import SimCSE
-from contrastext.objectives.registry import make_objective
 from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
-from contrastext.runs.simcse import build_simcse
+from contrastext.runs.simcse import SimCSEUnsupArgs, build_simcse, make_pair_objective
 from contrastext.runs.stages import MethodBundle
 from contrastext.training.config import TrainConfig
+
+
+class GDArgs(SimCSEUnsupArgs):
+    """``method_args`` of ``gd``: unsupervised SimCSE's, the objective's knobs, and the diagnostics."""
+
+    objective_knobs: ClassVar[dict[str, str]] = {
+        **SimCSEUnsupArgs.objective_knobs,
+        "margin": "margin",
+        "margin_diagonal": "diagonal",
+        "lam": "lam",
+        "align_uniform_form": "form",
+    }
+
+    loss: str = Field(
+        default="infonce",
+        description="the training objective, by its registry name: the paper's infonce, align_uniform, dcl, "
+        "hinged_dcl, margin_euclidean, margin_angle, margin_product, or any registered pair objective",
+    )
+    temperature: float = Field(
+        default=0.05, gt=0, description="τ of every objective that takes a temperature (infonce, dcl, hinged_dcl)"
+    )
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        description="m of the objectives that take a margin; None: each one's own (the authors' 0.45 / 0.15 / 0.09 "
+        "for margin_euclidean / margin_angle / margin_product)",
+    )
+    margin_diagonal: Literal["fill", "exclude"] = Field(
+        default="fill",
+        description="margin losses, the positive's own entry in the hardest-negative search: fill (the "
+        "authors' constant, cos 0 / distance 2) or exclude",
+    )
+    lam: float = Field(
+        default=0.5, ge=0, description="λ of align_uniform (the authors' loss_lambda; in [0, 1] for form nie)"
+    )
+    align_uniform_form: Literal["nie", "wang_isola"] = Field(
+        default="nie",
+        description="align_uniform: nie, (1−λ)·align + λ·(2t + unif) as the authors' code; wang_isola, "
+        "align + λ·unif",
+    )
+    geometry: bool = Field(default=True, description="log align/uniform on STS-B dev at each evaluation")
+    gradients: bool = Field(default=True, description="log gradient-norm diagnostics at each evaluation")
+    diagnostic_batch_size: int = Field(
+        default=32, ge=2, description="rows of the fixed diagnostic batch (keep 2B - 1 < embedding width)"
+    )
+
 
 DIAGNOSTIC_SEED = 1234
 
 
 def make_gd_objective(args: GDArgs) -> nn.Module:
-    """The objective named by ``args.loss``: τ for infonce / dcl / hinged_dcl, λ and the form for align_uniform,
-    m (their own default when ``margin`` is None) and the diagonal for the margin losses; ``args.loss_args``
-    win."""
-    if args.loss in ("infonce", "dcl", "hinged_dcl"):
-        options: dict = {"temperature": args.temperature}
-    elif args.loss == "align_uniform":
-        options = {"lam": args.lam, "form": args.align_uniform_form}
-    else:
-        options = {"diagonal": args.margin_diagonal}
-        if args.margin is not None:
-            options["margin"] = args.margin
-    return make_objective(args.loss, **{**options, **args.loss_args})
+    """The objective named by ``args.loss``, with each of gd's knobs it takes (τ for infonce / dcl / hinged_dcl, λ
+    and the form for align_uniform, m (its own default when ``margin`` is None) and the diagonal for the margin
+    losses) and ``args.loss_args``: :func:`contrastext.runs.simcse.make_pair_objective`."""
+    return make_pair_objective(args)
 
 
 def geometry_metrics(method: SimCSE, pairs: list[Example], batch_size: int) -> dict[str, float]:

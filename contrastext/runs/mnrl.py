@@ -1,28 +1,55 @@
 """Recipe ``mnrl``: multiple-negatives ranking fine-tuning of a sentence-transformers model on the user's pairs.
 
-The method is :class:`contrastext.methods.simcse.SimCSE` (supervised: ``(anchor, positive[, hard_negative])``
-rows, one forward pass) with InfoNCE at τ = 0.05, i.e. sentence-transformers' ``MultipleNegativesRankingLoss``
-with its scale 20; the arguments are :class:`contrastext.methods.mnrl.MNRLArgs`. The encoder is the model as it
-is (pooling, Dense, normalisation and ``max_seq_length`` kept; see :func:`contrastext.runs.encoders.build_encoder`).
+The most common real fine-tuning job, as sentence-transformers' ``MultipleNegativesRankingLoss`` does it (Henderson
+et al. 2017, "Efficient Natural Language Response Suggestion for Smart Reply"; the loss of
+``SentenceTransformerTrainer`` examples): for a batch of ``(anchor_i, positive_i[, hard_negative_i])`` rows,
+
+    ℓ_i = −log  exp(s·cos(a_i, p_i)) / Σ_j [exp(s·cos(a_i, p_j)) + exp(s·cos(a_i, n_j))]
+
+with scale ``s = 20`` (``temperature`` τ = 1/s = 0.05): every other positive of the batch, and every hard
+negative, is a negative of anchor i. The method is :class:`contrastext.methods.simcse.SimCSE` (supervised: one
+forward pass) with InfoNCE; the arguments are :class:`MNRLArgs`. Unlike the SimCSE recipes, nothing about the
+model changes: its pooling, Dense layers, normalisation and ``max_seq_length`` are kept (no [CLS] switch, no MLP;
+see :func:`contrastext.runs.encoders.build_encoder`); ``data.max_length`` truncates the training batches only.
 Without a data source in the recipe or on the command line it trains on the registry's NLI triplets.
 
 Example::
 
     >>> config = load_config(recipe_path("mnrl"), ["data.path=pairs.csv", "train.max_steps=3"])
     >>> summary = run_recipe(config)
+
+    contrastext train mnrl --set data.path=pairs.csv --set model=bundled:all-MiniLM-L6-v2
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from contrastext.methods.mnrl import MNRLArgs
+from pydantic import Field
+
 from contrastext.runs.plan import StagePlan, single_stage
 from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
-from contrastext.runs.simcse import build_simcse
+from contrastext.runs.simcse import SimCSESupArgs, build_simcse
 from contrastext.runs.stages import MethodBundle
 from contrastext.training.config import TrainConfig
+
+
+class MNRLArgs(SimCSESupArgs):
+    """``method_args`` of ``mnrl``: SimCSE's supervised arguments with the model kept as it is by default."""
+
+    gather: bool = Field(
+        default=False,
+        description="gather candidates across processes (sentence-transformers' gather_across_devices; "
+        "off as there): true gives every process the negatives of all",
+    )
+    max_seq_length: int | None = Field(
+        default=None,
+        gt=0,
+        description="the saved model's maximum input length; None keeps the model's own (data.max_length only "
+        "truncates training batches)",
+    )
+
 
 DEFAULT_TASK = "nli-triplets"
 

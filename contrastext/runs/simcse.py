@@ -1,8 +1,13 @@
 """Recipes ``simcse-unsup`` and ``simcse-sup``: data, encoder, objective and evaluator of a SimCSE run.
 
-The method is :class:`contrastext.methods.simcse.SimCSE`; the objective is built by name from the
-objectives registry (``method_args.loss``, default ``infonce`` with ``temperature`` / ``symmetric`` /
-``hard_negative_weight``; any other pair objective with ``method_args.loss_args``).
+The method is :class:`contrastext.methods.simcse.SimCSE`; the recipes' ``method_args`` are :class:`SimCSEUnsupArgs`
+and :class:`SimCSESupArgs` (here, beside the run that reads them). The objective is built by name from the
+objectives registry (``method_args.loss``: any registered objective, checked against the registry when the
+arguments are read; default ``infonce``) by :func:`make_pair_objective`. One source per knob: the recipe's
+own knobs (``temperature``, ``symmetric``, ``hard_negative_weight``; gd adds its own, see
+:data:`SimCSEUnsupArgs.objective_knobs`) reach every objective whose constructor takes that argument, and
+``method_args.loss_args`` holds the objective's other arguments; a knob given in ``loss_args`` is a ConfigError
+naming ``method_args.<knob>``.
 
 Every recipe on this method (``simcse-unsup``, ``simcse-sup``, ``mnrl``, ``gd``) goes through
 :func:`build_simcse`, which checks the objective against the shape of the training data before the model
@@ -25,12 +30,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
 from contrastext.errors import ConfigError
-from contrastext.methods.simcse import SimCSE, SimCSESupArgs, SimCSEUnsupArgs
-from contrastext.objectives.registry import BatchShape, make_objective, objectives_taking, takes_shape
+from contrastext.methods.simcse import SimCSE
+from contrastext.objectives.registry import (
+    BatchShape,
+    make_objective,
+    objective_arguments,
+    objective_names,
+    objectives_taking,
+    takes_shape,
+)
 from contrastext.runs.data import TrainingData, load_training_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
@@ -38,18 +52,95 @@ from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import MethodBundle
 from contrastext.runtime.processes import rank_and_world_size
-from contrastext.training.config import TrainConfig
+from contrastext.training.config import TrainConfig, registered
+
+MlpUse = Literal["train", "always", "none"]
+
+
+class SimCSEUnsupArgs(BaseModel):
+    """``method_args`` of ``simcse-unsup``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    objective_knobs: ClassVar[dict[str, str]] = {"temperature": "temperature", "symmetric": "symmetric"}
+    """The recipe's knobs that are objective arguments: ``method_args`` key -> the objective's constructor argument.
+    Each reaches every objective that takes that argument (:func:`make_pair_objective`); none may be given in
+    ``loss_args`` too."""
+
+    loss: str = Field(
+        default="infonce",
+        description="the objective, by its registry name (any registered objective that takes the data's batches: "
+        "infonce, dcl, align_uniform, ...)",
+    )
+    loss_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the objective's other constructor arguments (e.g. similarity, alpha, t); the recipe's own knobs "
+        "(temperature, symmetric, ...) are set with their method_args keys, not here",
+    )
+    temperature: float = Field(
+        default=0.05, gt=0, description="τ of every objective that takes a temperature (infonce, dcl, hinged_dcl, ...)"
+    )
+    pooling: str | None = Field(
+        default=None,
+        description="cls, cls_before_pooler, mean, max, pooler, first_last_avg; None keeps the model's own "
+        "(a sentence-transformers folder's pooling, mean for a plain Hugging Face model). The recipes write "
+        "SimCSE's cls explicitly",
+    )
+    mlp: MlpUse | None = Field(
+        default=None,
+        description="SimCSE's MLP: train (a new MLP in training only), always (kept at inference), none; None "
+        "adds no MLP and keeps the model's own layers. The recipes write SimCSE's choice explicitly",
+    )
+    symmetric: bool = Field(
+        default=False, description="also the positives -> anchors direction (objectives that take symmetric: infonce)"
+    )
+    gather: bool = Field(default=True, description="gather candidates across processes (world size > 1)")
+
+    @field_validator("loss")
+    @classmethod
+    def _a_registered_objective(cls, name: str) -> str:
+        return registered(name, objective_names(), "objective")
+
+    @field_validator("loss_args")
+    @classmethod
+    def _knobs_have_one_key(cls, loss_args: dict[str, Any]) -> dict[str, Any]:
+        for key, argument in cls.objective_knobs.items():
+            if argument in loss_args:
+                raise ValueError(
+                    f"{argument!r} is the recipe's knob method_args.{key}: set method_args.{key} "
+                    f"(one source per setting), not method_args.loss_args.{argument}"
+                )
+        return loss_args
+
+
+class SimCSESupArgs(SimCSEUnsupArgs):
+    """``method_args`` of ``simcse-sup``: hard negatives weighed (the recipe keeps SimCSE's MLP at inference)."""
+
+    objective_knobs: ClassVar[dict[str, str]] = {
+        **SimCSEUnsupArgs.objective_knobs, "hard_negative_weight": "hard_negative_weight"
+    }
+
+    hard_negative_weight: float = Field(
+        default=0.0, description="added to each anchor's own hard-negative logit (objectives that take it: infonce)"
+    )
+
+
+def objective_options(args: SimCSEUnsupArgs) -> dict[str, Any]:
+    """The constructor arguments of ``args.loss``: each of the recipe's knobs (``objective_knobs``) that the
+    objective's constructor takes (a knob left None keeps the objective's own default), then ``args.loss_args``.
+    Driven by the constructor's signature, so any registered objective is built the same way."""
+    accepted = objective_arguments(args.loss)
+    options = {
+        argument: getattr(args, key)
+        for key, argument in args.objective_knobs.items()
+        if argument in accepted and getattr(args, key) is not None
+    }
+    return {**options, **args.loss_args}
 
 
 def make_pair_objective(args: SimCSEUnsupArgs) -> nn.Module:
-    """``args.loss`` from the objectives registry; InfoNCE takes the recipe's τ, direction and hard-negative
-    weight, every objective takes ``args.loss_args`` (which win)."""
-    options: dict = {}
-    if args.loss == "infonce":
-        options = {"temperature": args.temperature, "symmetric": args.symmetric}
-        if isinstance(args, SimCSESupArgs):
-            options["hard_negative_weight"] = args.hard_negative_weight
-    return make_objective(args.loss, **{**options, **args.loss_args})
+    """``args.loss`` from the objectives registry with :func:`objective_options`."""
+    return make_objective(args.loss, **objective_options(args))
 
 
 def batch_shape(data: TrainingData, supervised: bool) -> BatchShape:

@@ -209,8 +209,7 @@ class TrainSection(Section):
         description="trackers that also receive every log record, through Accelerate (install the extras: "
         "pip install 'contrastext[tensorboard]' / 'contrastext[wandb]'; one missing is a warning, not an "
         "error); train_log.jsonl is always written. TensorBoard writes into <output_dir>/tensorboard; W&B "
-        "follows WANDB_PROJECT / WANDB_MODE. The old `tensorboard: true|false` still adds or removes "
-        "tensorboard here",
+        "follows WANDB_PROJECT / WANDB_MODE",
     )
     on_nonfinite: Literal["stop", "skip"] = Field(
         default="stop", description="a NaN/inf loss or gradient: stop with an error naming the step, or skip the step"
@@ -219,7 +218,8 @@ class TrainSection(Section):
     @model_validator(mode="before")
     @classmethod
     def _report_to_forms(cls, data: Any) -> Any:
-        """``report_to: tensorboard`` (one name) or ``none``; the old ``tensorboard: true|false`` flag."""
+        """``report_to: tensorboard`` (one name) or ``none`` (the old ``train.tensorboard`` flag is a moved key,
+        :data:`MOVED_KEYS`)."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -228,12 +228,6 @@ class TrainSection(Section):
             trackers = []
         elif isinstance(trackers, str):
             trackers = [trackers]
-        if "tensorboard" in data:
-            flag = data.pop("tensorboard")
-            if not isinstance(flag, bool):
-                raise ValueError(f"tensorboard (old form of report_to) must be true or false, got {flag!r}")
-            if isinstance(trackers, list):
-                trackers = [name for name in trackers if name != "tensorboard"] + (["tensorboard"] if flag else [])
         data["report_to"] = trackers
         return data
 
@@ -541,7 +535,42 @@ def _non_finite(value: Any, key: str) -> Iterable[tuple[str, float]]:
             yield from _non_finite(item, f"{key}.{index}")
 
 
+MOVED_KEYS: dict[str, str] = {
+    "train.tensorboard": "train.report_to (train.report_to: [tensorboard], or [] for none)",
+}
+"""Config keys that were removed or moved: ``old dotted key -> the key to set instead``. A config that still sets
+one is a ConfigError naming the new key, so an old recipe gets a clear message. A recipe's ``method_args`` model
+lists its own moved keys (relative to ``method_args``) in its ``moved_keys`` class variable."""
+
+
+def check_moved_keys(raw: dict, moved: dict[str, str], file: str, overridden: Collection[str], prefix: str = "") -> None:
+    """A ConfigError naming the new key for the first key of ``moved`` (dotted, relative to ``raw``) that ``raw``
+    sets; ``prefix`` is the dotted path of ``raw`` in the config (``method_args.``)."""
+    for old, new in moved.items():
+        node: Any = raw
+        for part in old.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            key = prefix + old
+            raise ConfigError(f"{_origin(key, file, overridden)}: {key}: this key was moved or removed; set {new}")
+
+
+def registered(name: str, names: Iterable[str], kind: str) -> str:
+    """``name`` if it is one of a registry's ``names``, else a ValueError listing them (raised in a pydantic field
+    validator, it becomes a ConfigError naming the key and the file). ``kind`` names what is registered."""
+    known = sorted(names)
+    if name not in known:
+        raise ValueError(f"unknown {kind} {name!r}; registered: {', '.join(known)}")
+    return name
+
+
 def _validate(model_cls: type[ModelT], raw: dict, file: str, overridden: Collection[str], prefix: str):
+    if model_cls is TrainConfig:
+        check_moved_keys(raw, MOVED_KEYS, file, overridden)
+    else:
+        check_moved_keys(raw, getattr(model_cls, "moved_keys", {}), file, overridden, prefix)
     try:
         return model_cls.model_validate(raw)
     except ValidationError as error:

@@ -16,7 +16,7 @@ FAST = [
     "train.eval_every=2",
     "train.save_every=null",
     "train.progress_bar=false",
-    "train.tensorboard=false",
+    "train.report_to=none",
     "data.limit=16",
     "eval.limit=20",
 ]

@@ -38,7 +38,7 @@ def test_estimate_at_defaults_meets_the_target(args):
 
 
 def test_every_run_loads_with_valid_keys(args):
-    from contrastext.methods.simcse import SimCSESupArgs, SimCSEUnsupArgs
+    from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 
     for setting, seed in simcse.plan(args):
         config = simcse.load_run_config(args, setting, seed)

@@ -13,7 +13,7 @@ from contrastext.training.config import load_config
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 # No checkpoints, progress bar or TensorBoard; one log record per step.
-QUIET = {"save_every": None, "log_every": 1, "progress_bar": False, "tensorboard": False}
+QUIET = {"save_every": None, "log_every": 1, "progress_bar": False, "report_to": []}
 
 
 def override_value(value: object) -> str:

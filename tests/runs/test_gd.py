@@ -20,8 +20,9 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.data.tasks import load_task
+from contrastext.errors import ConfigError
 from contrastext.evaluation.gradients import gradient_decomposition
-from contrastext.methods.gd import GDArgs
+from contrastext.runs.gd import GDArgs
 from contrastext.models.encoder import TextEncoder
 from contrastext.objectives import (
     DCL,
@@ -78,10 +79,13 @@ def test_recipe_objectives_have_the_authors_hyper_parameters():
     margins = {"margin_euclidean": 0.45, "margin_angle": 0.15, "margin_product": 0.09}
     for name, margin in margins.items():
         assert (built[name].margin, built[name].diagonal) == (margin, "fill"), name
-    options = args.model_copy(
-        update={"loss": "margin_angle", "margin": 0.2, "margin_diagonal": "exclude", "loss_args": {"margin": 0.3}}
-    )
-    assert (build_loss(options).margin, build_loss(options).diagonal) == (0.3, "exclude")  # loss_args win
+    options = args.model_copy(update={"loss": "margin_angle", "margin": 0.2, "margin_diagonal": "exclude"})
+    assert (build_loss(options).margin, build_loss(options).diagonal) == (0.2, "exclude")
+    # one source per knob (issue 20): a knob in loss_args is refused, naming the method_args key to set
+    for knob, argument in (("margin", "margin"), ("margin_diagonal", "diagonal"), ("lam", "lam"),
+                           ("align_uniform_form", "form"), ("temperature", "temperature")):  # fmt: skip
+        with pytest.raises(ConfigError, match=rf"method_args.loss_args.*set method_args.{knob}\b"):
+            load_config(RECIPES / "gd.yaml", [f"method_args.loss_args.{argument}=0.3"]).method_args_as(GDArgs)
     wang_isola = build_loss(args.model_copy(update={"loss": "align_uniform", "align_uniform_form": "wang_isola"}))
     assert wang_isola.form == "wang_isola"
 

@@ -15,8 +15,8 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
-from contrastext.methods.gd import GDArgs
-from contrastext.methods.simcse import SimCSESupArgs, SimCSEUnsupArgs
+from contrastext.runs.gd import GDArgs
+from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.models.encoder import TextEncoder
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.registry import get_run_spec

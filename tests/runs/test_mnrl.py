@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from contrastext.methods.mnrl import MNRLArgs
+from contrastext.runs.mnrl import MNRLArgs
 from contrastext.models.encoder import TextEncoder
 from contrastext.runs.registry import get_run_spec
 from tests.cli.cli_runs import run

@@ -26,7 +26,7 @@ QUIET = [
     "train.save_every=null",
     "train.log_every=1",
     "train.progress_bar=false",
-    "train.tensorboard=false",
+    "train.report_to=none",
 ]
 LABELS = ("bad", "ok", "good")
 

@@ -230,7 +230,7 @@ def test_the_practical_preset_learns_on_a_small_real_labelled_file(tmp_path, min
     output = tmp_path / "scl"
     overrides = [f"model={minilm_path}", f"data.path={train_path}", f"data.eval_path={dev_path}",
                  "method_args.preset=practical", "train.max_steps=100", "train.eval_every=50",
-                 "train.save_every=null", "train.progress_bar=false", "train.tensorboard=false"]
+                 "train.save_every=null", "train.progress_bar=false", "train.report_to=none"]
     argv = ["train", "scl", "--output", str(output), *[item for o in overrides for item in ("--set", o)]]
     code, stdout, stderr = run(argv, capsys)
     assert code == 0, stderr

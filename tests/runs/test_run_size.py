@@ -102,7 +102,7 @@ def test_every_recipe_runs_short_in_every_stage(recipe, tmp_path, make_tiny_bert
     """The issue's short run on each shipped recipe, on a tiny BERT (CAPT from scratch reads only its
     vocabulary): it prints its plan, and no stage trains more than 3 steps."""
     model = make_tiny_bert(hidden_size=64)  # 64 wide: BERT's pooler, which multitask's `pooling: pooler` reads
-    quiet = ["train.progress_bar=false", "train.tensorboard=false", "train.save_every=null", f"model={model}"]
+    quiet = ["train.progress_bar=false", "train.report_to=none", "train.save_every=null", f"model={model}"]
     if recipe == "capt":  # from scratch: a 2-layer backbone instead of the paper's 6 x 256 (20 s less)
         quiet += ["method_args.backbone.hidden_size=64", "method_args.backbone.num_hidden_layers=2",
                   "method_args.backbone.num_attention_heads=2", "method_args.backbone.intermediate_size=128"]

@@ -11,7 +11,8 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError, DataFormatError
-from contrastext.methods.simcse import SimCSE, SimCSESupArgs, SimCSEUnsupArgs
+from contrastext.methods.simcse import SimCSE
+from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.objectives.infonce import InfoNCE
 from contrastext.runs.registry import get_run_spec, run_recipe
 from contrastext.runs.simcse import build_sup, build_unsup

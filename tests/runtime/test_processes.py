@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from contrastext.methods.gd import GDArgs
-from contrastext.methods.mnrl import MNRLArgs
-from contrastext.methods.simcse import SimCSEUnsupArgs
+from contrastext.runs.gd import GDArgs
+from contrastext.runs.mnrl import MNRLArgs
+from contrastext.runs.simcse import SimCSEUnsupArgs
 from contrastext.runtime.processes import is_main_process
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "DISTRIBUTED.md"

@@ -237,7 +237,7 @@ def test_without_the_replay_the_gradients_would_be_wrong(tiny_encoder, single_to
 
 def simcse_config(output_dir, **train) -> TrainConfig:
     settings = {"max_steps": 3, "batch_size": 8, "lr": 1e-5, "log_every": 1, "save_every": None,
-                "progress_bar": False, "tensorboard": False, "mixed_precision": "no", **train}
+                "progress_bar": False, "report_to": [], "mixed_precision": "no", **train}
     return TrainConfig(method="simcse-unsup", model="minilm", output_dir=str(output_dir), seed=3, train=settings)
 
 
@@ -321,7 +321,7 @@ def test_two_processes_with_gathered_candidates_get_the_single_process_gradients
 def _train(launcher: list[str], output, model: str, data_root, *extra: str) -> subprocess.CompletedProcess:
     settings = ["train.max_steps=3", "train.epochs=null", "train.batch_size=8", "train.lr=1e-4",
                 "train.eval_every=null", "train.save_every=null", "train.metric_for_best=null",
-                "train.progress_bar=false", "train.tensorboard=false", "train.log_every=1", "data.limit=64",
+                "train.progress_bar=false", "train.report_to=none", "train.log_every=1", "data.limit=64",
                 "data.max_length=8", "eval.tasks=[]", f"model={model}", *extra]
     command = [*launcher, "-m", "contrastext", "train", "simcse-unsup",
                *[argument for setting in settings for argument in ("--set", setting)],

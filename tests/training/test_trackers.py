@@ -77,12 +77,13 @@ def fake_wandb(monkeypatch) -> FakeWandb:
     return fake
 
 
-def test_report_to_defaults_to_nothing_and_takes_the_old_flag():
+def test_report_to_defaults_to_nothing_and_the_old_flag_names_it():
+    from contrastext.errors import ConfigError
+
     assert load_config(RECIPE).train.report_to == []
-    assert load_config(RECIPE, ["train.tensorboard=true"]).train.report_to == ["tensorboard"]
-    assert load_config(RECIPE, ["train.report_to=[tensorboard, wandb]", "train.tensorboard=false"]).train.report_to == [
-        "wandb"
-    ]
+    for flag in ("true", "false"):  # the legacy train.tensorboard flag is gone (issue 20): its error names report_to
+        with pytest.raises(ConfigError, match=r"--set train.tensorboard .*set train.report_to"):
+            load_config(RECIPE, [f"train.tensorboard={flag}"])
     assert load_config(RECIPE, ["train.report_to=wandb"]).train.report_to == ["wandb"]
     assert load_config(RECIPE, ["train.report_to=none"]).train.report_to == []
 
