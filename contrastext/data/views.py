@@ -31,7 +31,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from contrastext.errors import UnknownNameError
+from contrastext.runtime.registry import Registry
 
 IGNORE_INDEX = -100
 TokenBatch = dict[str, Tensor]
@@ -256,16 +256,15 @@ class Substitute(View):
         return batch
 
 
-VIEWS: dict[str, Callable[..., View]] = {
-    view.name: view for view in (Identity, TokenMask, SpanMask, Shuffle, Delete, Substitute)
-}
+VIEWS: Registry[Callable[..., View]] = Registry(
+    "view", {view.name: view for view in (Identity, TokenMask, SpanMask, Shuffle, Delete, Substitute)}
+)
+"""The views by name (a :class:`~contrastext.runtime.registry.Registry`): a new view is one class above and its
+entry here; ``VIEWS.check(name, key)`` validates a config value naming a view."""
 
 
 def make_view(name: str, **kwargs) -> View:
-    """Build a view by name (``identity``, ``token_mask``, ``span_mask``, ``shuffle``, ``delete``, ``substitute``)."""
-    if name not in VIEWS:
-        raise UnknownNameError(f"unknown view {name!r}; known views: {', '.join(sorted(VIEWS))}")
-    try:
-        return VIEWS[name](**kwargs)
-    except TypeError as error:
-        raise TypeError(f"view {name!r}: bad arguments {sorted(kwargs)}: {error}") from error
+    """Build a view by name (``VIEWS.names()``: ``delete``, ``identity``, ``shuffle``, ``span_mask``, ...); an
+    unknown name is an UnknownNameError listing the known ones, an unknown, missing or invalid argument a
+    ConfigError naming the view and the key (:meth:`~contrastext.runtime.registry.Registry.make`)."""
+    return VIEWS.make(name, **kwargs)

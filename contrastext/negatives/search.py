@@ -41,6 +41,7 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from contrastext.errors import UnknownNameError
+from contrastext.runtime.registry import Registry
 
 
 class NearestNeighbourSearch(ABC):
@@ -378,12 +379,17 @@ class IVFSearch(NearestNeighbourSearch):
         return np.ascontiguousarray(F.normalize(chosen.detach().float(), dim=1).cpu().numpy())
 
 
-SEARCHES: dict[str, type[NearestNeighbourSearch]] = {"exact": ExactSearch, "faiss": FaissSearch, "ivf": IVFSearch}
+SEARCHES: Registry[type[NearestNeighbourSearch]] = Registry(
+    "search", {"exact": ExactSearch, "faiss": FaissSearch, "ivf": IVFSearch}
+)
+"""The searches by name (a :class:`~contrastext.runtime.registry.Registry`): a new search is one
+``NearestNeighbourSearch`` subclass above and its entry here; ``SEARCHES.check(name, key)`` validates a config
+value naming a search."""
 
 
 def make_search(name: str, **kwargs) -> NearestNeighbourSearch:
     """Build a search by name: ``"exact"`` (``ExactSearch(chunk_size=...)``), ``"faiss"`` or ``"ivf"``
-    (``IVFSearch(nlist=..., nprobe=..., ...)``)."""
-    if name not in SEARCHES:
-        raise UnknownNameError(f"unknown search {name!r}: choose one of {', '.join(sorted(SEARCHES))}")
-    return SEARCHES[name](**kwargs)
+    (``IVFSearch(nlist=..., nprobe=..., ...)``); an unknown name is an UnknownNameError listing the known ones, an
+    unknown or invalid argument a ConfigError naming the search and the key
+    (:meth:`~contrastext.runtime.registry.Registry.make`)."""
+    return SEARCHES.make(name, **kwargs)

@@ -1,9 +1,11 @@
 """The objectives by name: ``make_objective("dcl", temperature=0.05)``.
 
-``OBJECTIVES`` maps each name to its :class:`~contrastext.objectives.base.Objective` class; the keyword
-arguments of :func:`make_objective` are the class's constructor arguments (see each module's docstring).
-An unknown name raises :class:`~contrastext.errors.UnknownNameError` listing the known ones; an unknown
-keyword or an invalid value raises :class:`~contrastext.errors.ConfigError` naming the objective and the key.
+``OBJECTIVES`` (a :class:`~contrastext.runtime.registry.Registry`, the shape of every registry of the library)
+maps each name to its :class:`~contrastext.objectives.base.Objective` class; the keyword arguments of
+:func:`make_objective` are the class's constructor arguments (see each module's docstring). An unknown name
+raises :class:`~contrastext.errors.UnknownNameError` listing the known ones; an unknown keyword or an invalid
+value raises :class:`~contrastext.errors.ConfigError` naming the objective and the key. A config value naming
+an objective is validated with ``OBJECTIVES.check(name, key)`` (a ConfigError naming the key).
 
 Which batches an objective takes (:func:`takes_shape`, :func:`objectives_taking`), from the class attributes
 ``pair`` and ``takes_negatives`` of :class:`~contrastext.objectives.base.Objective`: a batch of ``pairs``
@@ -12,8 +14,9 @@ negative) the call ``loss(anchors, positives, negatives)``. A recipe checks its 
 shape before it loads a model (:func:`contrastext.runs.simcse.check_objective_fits`).
 
 A new loss is one new module under ``contrastext/objectives/`` (a subclass of ``Objective``) and its entry
-below. The RECLAIM critic objectives (``CriticNCE``, ``ANS``) are built around a critic network and memory
-banks by their method, so they are not registered here.
+below; a user's loss can also be added at run time with ``OBJECTIVES.register(name, cls)``. The RECLAIM
+critic objectives (``CriticNCE``, ``ANS``) are built around a critic network and memory banks by their method,
+so they are not registered here.
 
 Example::
 
@@ -26,29 +29,31 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Literal
 
-from contrastext.errors import ConfigError, UnknownNameError
+from contrastext.runtime.registry import Registry
 
 from . import alignment, capt, decoupled, infonce, margin, supcon, triplet
 from .base import Objective
 
-OBJECTIVES: dict[str, type[Objective]] = {
-    "infonce": infonce.InfoNCE,
-    "supcon": supcon.SupCon,
-    "ce_supcon": supcon.CEPlusSupCon,
-    "capt": capt.CAPT,
-    "align_uniform": alignment.AlignUniform,
-    "alignment": alignment.Alignment,
-    "uniformity": alignment.Uniformity,
-    "dcl": decoupled.DCL,
-    "hinged_dcl": decoupled.HingedDCL,
-    "margin_euclidean": margin.MarginEuclidean,
-    "margin_angle": margin.MarginAngle,
-    "margin_product": margin.MarginProduct,
-    "triplet": triplet.TripletMargin,
-}
+OBJECTIVES: Registry[type[Objective]] = Registry(
+    "objective",
+    {
+        "infonce": infonce.InfoNCE,
+        "supcon": supcon.SupCon,
+        "ce_supcon": supcon.CEPlusSupCon,
+        "capt": capt.CAPT,
+        "align_uniform": alignment.AlignUniform,
+        "alignment": alignment.Alignment,
+        "uniformity": alignment.Uniformity,
+        "dcl": decoupled.DCL,
+        "hinged_dcl": decoupled.HingedDCL,
+        "margin_euclidean": margin.MarginEuclidean,
+        "margin_angle": margin.MarginAngle,
+        "margin_product": margin.MarginProduct,
+        "triplet": triplet.TripletMargin,
+    },
+)
 
 
 BatchShape = Literal["pairs", "triplets"]
@@ -66,42 +71,20 @@ def takes_shape(objective: Objective | type[Objective], shape: BatchShape) -> bo
 
 def objectives_taking(shape: BatchShape) -> list[str]:
     """The registered objective names that take a batch of ``shape`` (see :func:`takes_shape`), sorted."""
-    return [name for name in objective_names() if takes_shape(OBJECTIVES[name], shape)]
+    return [name for name, cls in OBJECTIVES.items() if takes_shape(cls, shape)]
 
 
 def objective_names() -> list[str]:
     """The registered objective names, sorted."""
-    return sorted(OBJECTIVES)
+    return OBJECTIVES.names()
 
 
 def objective_arguments(name: str) -> list[str]:
     """The keyword arguments ``make_objective(name, ...)`` accepts (the class's constructor parameters)."""
-    return list(inspect.signature(_objective_class(name)).parameters)
+    return OBJECTIVES.accepted_arguments(name)
 
 
 def make_objective(name: str, **args: Any) -> Objective:
-    """Build the objective called ``name`` with constructor arguments ``args``."""
-    cls = _objective_class(name)
-    accepted = objective_arguments(name)
-    unknown = sorted(key for key in args if key not in accepted)
-    if unknown:
-        raise ConfigError(
-            f"objective {name!r}: unknown argument(s) {', '.join(unknown)}; "
-            f"accepted: {', '.join(accepted) if accepted else '(none)'}"
-        )
-    try:
-        inspect.signature(cls).bind(**args)
-    except TypeError as error:  # a required argument is missing
-        raise ConfigError(f"objective {name!r}: {error}; accepted: {', '.join(accepted)}") from error
-    try:
-        return cls(**args)
-    except (TypeError, ValueError) as error:  # the class's own checks name the bad key: "`temperature` must..."
-        named = [key for key in sorted(args) if f"`{key}`" in str(error)]
-        keys = ", ".join(named or sorted(args))
-        raise ConfigError(f"objective {name!r}: invalid value for {keys}: {error}") from error
-
-
-def _objective_class(name: str) -> type[Objective]:
-    if name not in OBJECTIVES:
-        raise UnknownNameError(f"unknown objective {name!r}; known objectives: {', '.join(objective_names())}")
-    return OBJECTIVES[name]
+    """Build the objective called ``name`` with constructor arguments ``args`` (:meth:`Registry.make
+    <contrastext.runtime.registry.Registry.make>`: every error names the objective and the key)."""
+    return OBJECTIVES.make(name, **args)

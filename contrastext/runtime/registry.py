@@ -37,6 +37,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
@@ -136,8 +137,8 @@ class Registry(Generic[T]):
 
     def make(self, name: str, **kwargs: Any) -> Any:
         """The entry called ``name`` called with ``kwargs``; every error is a ConfigError naming the <kind>:
-        unknown or missing arguments (listing the accepted ones), or an invalid value (naming its key, found in
-        the entry's own message as ```key``` where it says so)."""
+        unknown or missing arguments (listing the accepted ones), or an invalid value (naming the keys the entry's
+        own message names, as ```key``` or as a word; all the given keys when it names none)."""
         entry = self.get(name)
         parameters = self._parameters(name)
         accepted = self.accepted_arguments(name)
@@ -156,8 +157,7 @@ class Registry(Generic[T]):
         try:
             return entry(**kwargs)
         except (TypeError, ValueError) as error:  # the entry's own checks name the bad key: "`temperature` must..."
-            named = [key for key in sorted(kwargs) if f"`{key}`" in str(error)]
-            keys = ", ".join(named or sorted(kwargs)) or "(no arguments)"
+            keys = ", ".join(_named_keys(str(error), sorted(kwargs)) or sorted(kwargs)) or "(no arguments)"
             raise ConfigError(f"{label}: invalid value for {keys}: {error}") from error
 
     # --- adding parts at run time -----------------------------------------------------------------------------
@@ -211,6 +211,12 @@ class Registry(Generic[T]):
 
 _ABSENT = object()
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+def _named_keys(message: str, keys: list[str]) -> list[str]:
+    """The ``keys`` that ``message`` names: quoted as ```key``` if any is, else as a whole word."""
+    quoted = [key for key in keys if f"`{key}`" in message]
+    return quoted or [key for key in keys if re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", message)]
 
 
 def _plural(kind: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from contrastext.data.views import IGNORE_INDEX, make_view
-from contrastext.errors import UnknownNameError
+from contrastext.data.views import IGNORE_INDEX, VIEWS, View, make_view
+from contrastext.errors import ConfigError, UnknownNameError
 
 CLS, SEP, PAD, MASK, VOCAB = 101, 102, 0, 103, 30522
 
@@ -33,20 +33,20 @@ def _batch(rows: int = 64, length: int = 40, seed: int = 0) -> dict[str, torch.T
     }
 
 
-VIEWS = {
-    "identity": {},
-    "token_mask": {"mask_token_id": MASK, "vocab_size": VOCAB},
-    "span_mask": {"mask_token_id": MASK, "vocab_size": VOCAB},
-    "shuffle": {"k": 3},
-    "delete": {"probability": 0.2, "pad_token_id": PAD},
-    "substitute": {"vocab_size": VOCAB, "probability": 0.2},
-}
+# A value for every argument a view may take; each registered view gets the ones it accepts.
+VIEW_ARGUMENTS = {"mask_token_id": MASK, "vocab_size": VOCAB, "pad_token_id": PAD, "k": 3, "probability": 0.2}
 
 
-@pytest.mark.parametrize("name", sorted(VIEWS))
+def view_arguments(name: str) -> dict:
+    """The arguments of ``VIEW_ARGUMENTS`` that the view ``name`` accepts."""
+    accepted = VIEWS.accepted_arguments(name)
+    return {key: value for key, value in VIEW_ARGUMENTS.items() if key in accepted}
+
+
+@pytest.mark.parametrize("name", VIEWS.names())
 def test_deterministic_and_special_tokens_untouched(name):
     batch = _batch()
-    view = make_view(name, **VIEWS[name])
+    view = make_view(name, **view_arguments(name))
     first = view(batch, torch.Generator().manual_seed(1))
     second = view(batch, torch.Generator().manual_seed(1))
     assert all(torch.equal(first[key], second[key]) for key in first)
@@ -139,5 +139,23 @@ def test_delete_repads_and_keeps_every_row_nonempty():
 def test_unknown_view_lists_the_known_ones():
     with pytest.raises(UnknownNameError, match="known views: delete, identity"):
         make_view("rotate")
+    with pytest.raises(UnknownNameError) as error:
+        make_view("rotate")
+    assert all(name in str(error.value) for name in VIEWS.names())
     with pytest.raises(ValueError, match="missing special_tokens_mask"):
         make_view("identity")({"input_ids": torch.ones(1, 2), "attention_mask": torch.ones(1, 2)})
+
+
+@pytest.mark.parametrize("name", VIEWS.names())
+def test_every_view_is_registered_under_its_own_name(name):
+    view = make_view(name, **view_arguments(name))
+    assert isinstance(view, View) and view.name == name
+
+
+def test_a_bad_argument_is_a_config_error_naming_the_view_and_the_key():
+    with pytest.raises(ConfigError, match=r"view 'shuffle': unknown argument\(s\) window; accepted: k"):
+        make_view("shuffle", window=3)
+    with pytest.raises(ConfigError, match=r"view 'token_mask': missing a required argument: 'vocab_size'"):
+        make_view("token_mask", mask_token_id=MASK)
+    with pytest.raises(ConfigError, match=r"view 'delete': invalid value for probability: .*\[0, 1\)"):
+        make_view("delete", probability=1.5, pad_token_id=PAD)

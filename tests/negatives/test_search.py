@@ -4,8 +4,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from contrastext.errors import UnknownNameError
-from contrastext.negatives.search import ExactSearch, FaissSearch, make_search
+from contrastext.errors import ConfigError, UnknownNameError
+from contrastext.negatives.search import (
+    SEARCHES,
+    ExactSearch,
+    FaissSearch,
+    NearestNeighbourSearch,
+    make_search,
+)
 
 
 def brute_force(queries, keys, k, exclude=None):
@@ -82,6 +88,16 @@ def test_make_search_by_name():
     assert isinstance(make_search("faiss"), FaissSearch)
     with pytest.raises(UnknownNameError, match="exact, faiss"):
         make_search("annoy")
+    with pytest.raises(UnknownNameError) as error:
+        make_search("annoy")
+    assert all(name in str(error.value) for name in SEARCHES.names())
+    with pytest.raises(ConfigError, match=r"search 'exact': unknown argument\(s\) nprobe; accepted: chunk_size"):
+        make_search("exact", nprobe=4)
+
+
+@pytest.mark.parametrize("name", SEARCHES.names())
+def test_every_registered_search_builds_with_its_defaults(name):
+    assert isinstance(make_search(name), NearestNeighbourSearch)
 
 
 # ------------------------------------------------------------------------ IVFSearch: an index kept across calls

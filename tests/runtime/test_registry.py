@@ -83,6 +83,17 @@ def test_invalid_value_names_the_key_from_the_entry_message():
     assert str(error.value).startswith("shape 'square': invalid value for side: `side` must be positive")
 
 
+def test_invalid_value_named_as_a_word_names_that_key_only():
+    class Mask:
+        def __init__(self, token_id: int, probability: float = 0.15):
+            if not 0 <= probability <= 1:
+                raise ValueError(f"mask probability must be in [0, 1], got {probability}")
+
+    registry = Registry("view", {"mask": Mask})
+    with pytest.raises(ConfigError, match=r"^view 'mask': invalid value for probability: mask probability must"):
+        registry.make("mask", token_id=3, probability=2.0)
+
+
 def test_an_entry_taking_any_keyword_accepts_every_argument():
     registry = Registry("factory", {"anything": anything})
     assert registry.make("anything", a=1, b=2) == {"a": 1, "b": 2}
