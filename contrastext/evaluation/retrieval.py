@@ -1,14 +1,21 @@
 """Pair retrieval: each anchor searches every positive (and hard negative) of the file by cosine similarity.
 
 The evaluation of the ``pairs`` kind (a user's ``(anchor, positive[, hard_negative])`` rows, the data of the
-``mnrl`` recipe), as sentence-transformers' ``InformationRetrievalEvaluator`` scores a query set:
+``mnrl`` recipe). It gives sentence-transformers' ``InformationRetrievalEvaluator`` numbers for the queries
+``{row i: anchor i}``, the corpus of the distinct candidate texts and ``relevant_docs = {row i: {positive i}}``
+(``tests/evaluation/test_retrieval.py`` checks it against ST within 1e-6):
 
 - candidates: the distinct texts of the positive column, and of the hard-negative column when there is one;
-- for anchor i, its rank is the number of OTHER candidates scored at least as high as its own positive (ties
-  count against it, so a model that maps everything to one vector scores 0, not 100); a candidate whose text
-  is the anchor's own text is left out of its search;
+- a candidate whose text equals the anchor's is kept in its search, as ST keeps it (``exclude_identical=True``
+  leaves it out: the rule of contrastext before issue 23, which scored higher when anchors also appear among
+  the candidates);
+- for anchor i, its rank is the number of OTHER candidates scored at least as high as its own positive. Exact
+  ties count against it, so a model that maps everything to one vector scores 0, not 100; this is the one
+  place where ST differs (it breaks exact ties by corpus id), and only when two candidates score exactly alike;
 - ``accuracy_at_1`` / ``accuracy_at_10``: share of anchors whose positive ranks first / in the top 10;
   ``mrr_at_10``: mean reciprocal rank, 0 past rank 10 (the headline metric). All ×100.
+
+For queries, a corpus and graded judgements (the BEIR layout) see ``evaluation/information_retrieval.py``.
 
 Example::
 
@@ -53,8 +60,13 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def evaluate_pairs(encode: EncodeFn, pairs: Sequence[Example], batch_size: int = 64) -> dict:
-    """``accuracy_at_1``, ``accuracy_at_10``, ``mrr_at_10`` (×100), ``n`` anchors and ``candidates`` searched."""
+def evaluate_pairs(
+    encode: EncodeFn, pairs: Sequence[Example], batch_size: int = 64, exclude_identical: bool = False
+) -> dict:
+    """``accuracy_at_1``, ``accuracy_at_10``, ``mrr_at_10`` (×100), ``n`` anchors and ``candidates`` searched.
+
+    ``exclude_identical``: leave a candidate whose text is the anchor's own (other than its positive) out of
+    that anchor's search (default False: kept, as sentence-transformers keeps it)."""
     width = check_pairs(pairs)
     anchors = [example.texts[0] for example in pairs]
     positives = [example.texts[1] for example in pairs]
@@ -70,7 +82,7 @@ def evaluate_pairs(encode: EncodeFn, pairs: Sequence[Example], batch_size: int =
         scores = anchor_matrix[start:stop] @ candidate_matrix.T
         rows = np.arange(stop - start)
         own = np.array([position[text] for text in positives[start:stop]])
-        for row, text in enumerate(anchors[start:stop]):
+        for row, text in enumerate(anchors[start:stop] if exclude_identical else ()):
             same = position.get(text)
             if same is not None and same != own[row]:
                 scores[row, same] = -np.inf  # the anchor's own text is not an answer to it
