@@ -28,6 +28,7 @@ from contrastext.data.examples import Example
 from contrastext.data.root import DATA_ROOT_VARIABLE, resolve_data_root
 from contrastext.data.task_kinds import TaskKind
 from contrastext.errors import ContrastextError, EmptyDataError, MissingDataError, UnknownNameError
+from contrastext.runtime.registry import Registry
 
 Metric = Literal["spearman", "accuracy", "f1", "mcc", "pearson"]
 """A task's headline metric: the ``<metric>`` of its metric keys (``cola_dev_mcc``)."""
@@ -101,7 +102,7 @@ _SST = "senteval/downstream/SST"
 _SICK = "senteval/downstream/SICK"
 _SNLI = "senteval/downstream/SNLI"
 
-TASKS: dict[str, Task] = {
+_TASK_ENTRIES: dict[str, Task] = {
     task.name: task
     for task in [
         Task(
@@ -299,18 +300,19 @@ TASKS: dict[str, Task] = {
     ]
 }
 
+TASKS: Registry[Task] = Registry("task", _TASK_ENTRIES, normalize=lambda name: name.strip().lower())
+"""The benchmark tasks by name, case-insensitive (a :class:`~contrastext.runtime.registry.Registry`): a new task
+is one ``Task(...)`` entry above."""
+
 
 def task_names() -> list[str]:
     """The registered task names, sorted."""
-    return sorted(TASKS)
+    return TASKS.names()
 
 
 def get_task(name: str) -> Task:
     """The task called ``name`` (case-insensitive); UnknownNameError lists the known names."""
-    key = name.strip().lower()
-    if key not in TASKS:
-        raise UnknownNameError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
-    return TASKS[key]
+    return TASKS.get(name)
 
 
 def parse_task_spec(spec: str) -> tuple[Task, str]:
