@@ -34,7 +34,8 @@ from contrastext.cli.encode_command import (
 from contrastext.cli.predict_command import evaluate_with_head, load_classifier_folder
 from contrastext.data.root import resolve_data_root
 from contrastext.errors import ContrastextError
-from contrastext.evaluation.suite import check_task_specs, default_tasks, evaluate_tasks
+from contrastext.evaluation.evaluators import METRIC_NAMES
+from contrastext.evaluation.suite import check_task_specs, default_tasks, evaluate_tasks, report_metrics
 from contrastext.models.hf_export import is_classifier_folder
 from contrastext.runtime.paths import check_apart
 
@@ -60,7 +61,8 @@ def parse_task_list(tasks: str) -> list[str]:
     return specs
 
 
-METRIC_COLUMNS = ("spearman", "pearson", "accuracy", "f1", "mcc", "accuracy_at_1", "accuracy_at_10", "mrr_at_10")
+METRIC_COLUMNS = METRIC_NAMES
+"""The table's metric columns: every metric a task may report (``accuracy_at_1`` printed as ``acc@1``...)."""
 
 
 def json_ready(value, where: str = "", undefined: list[str] | None = None):
@@ -166,7 +168,7 @@ def eval_command(
 
     Without a split a task uses its default one (test for the STS suite sts12-16, stsb, sickr). STS tasks are scored by Spearman/Pearson of the cosine of the two embeddings; classification tasks (sst2, mrpc, cola...) by a logistic-regression probe on frozen embeddings (accuracy, F1, MCC; C picked on dev, or by 5-fold CV on train when dev is the evaluated split). When --model is an exported classifier folder (<run>/classifier), classification tasks are scored by its own head instead (and STS tasks by a regression head); each result's "scored_by" says which.
 
-    Results are keyed by task NAME and the split is a field, so give each task once: stsb:dev gives "stsb": {"split": "dev", "spearman", "pearson", "n"}. JSON shape: {"model", "tasks": {NAME: {...}}, "average": {"spearman", "pearson"}}, the average taken over the STS tasks, and "notes" when the default tasks were changed to fit the data root. An undefined correlation (constant gold scores) is written as null, with a warning.
+    Results are keyed by task NAME and the split is a field, so give each task once: stsb:dev gives "stsb": {"split": "dev", "spearman", "pearson", "n"}. JSON shape: {"model", "tasks": {NAME: {...}}, "average": {"spearman", "pearson"}, "metrics": {KEY: value}}, the average taken over the STS tasks, "metrics" the flat keys a training run logs (stsb_dev_spearman, stsb_dev_score, ..., and "score", the first task's headline metric), and "notes" when the default tasks were changed to fit the data root. An undefined correlation (constant gold scores) is written as null, with a warning.
     """
     notes: list[str] = []
     if tasks is None:  # the STS suite, as far as the data root holds it (each change is a printed note)
@@ -207,7 +209,8 @@ def eval_command(
             classifier, specs, data_root, evaluate_encoder, batch_size=batch_size, limit=limit,
             on_task=(lambda spec: stderr.print(f"evaluating {spec} with the classifier's head")) if progress else None,
         )
-    results = {"model": str(model), **evaluated, **({"notes": notes} if notes else {})}
+    metrics = report_metrics(parsed, evaluated["tasks"])  # training's keys, whichever way each task was scored
+    results = {"model": str(model), **evaluated, "metrics": metrics, **({"notes": notes} if notes else {})}
     stdout = Console()
     stdout.print(f"model: {model}", soft_wrap=True, markup=False)
     if classifier is not None:

@@ -235,7 +235,7 @@ def head_spec(classifier, spec: str):
     can score it, else None: a class task (a registry ``single`` / ``pair`` task, or a ``classification:`` file)
     for a classification head, a scored-pair task (registry ``sts`` / ``regression``, an ``sts:`` file) for a
     regression head. A spec that does not parse is left to the other evaluations (they report it)."""
-    from contrastext.evaluation.classification import CLASSIFICATION_KINDS, SIMILARITY_KINDS
+    from contrastext.data.task_kinds import CLASSIFICATION_KINDS, SCORED_PAIR_KINDS
     from contrastext.evaluation.task_specs import parse_eval_spec
 
     try:
@@ -244,7 +244,7 @@ def head_spec(classifier, spec: str):
         return None
     kind = parsed.task.kind
     if classifier.regression:
-        return parsed if kind in SIMILARITY_KINDS and classifier.text_pair is not False else None
+        return parsed if kind in SCORED_PAIR_KINDS and classifier.text_pair is not False else None
     return parsed if kind in CLASSIFICATION_KINDS else None
 
 

@@ -3,16 +3,16 @@
 The one home of these names: every module asks ``task.kind in SCORED_PAIR_KINDS`` (or another group here) instead
 of spelling the tuple again.
 
-============ ================================================ ==========================
-kind         examples                                         group
-============ ================================================ ==========================
-``sts``      scored pairs (STS12-16, STS-B, SICK-R)           :data:`SCORED_PAIR_KINDS`
+============== ============================================== ==========================
+kind           examples                                       group
+============== ============================================== ==========================
+``sts``        scored pairs (STS12-16, STS-B, SICK-R)         :data:`SCORED_PAIR_KINDS`
 ``regression`` scored pairs read as regression (GLUE STS-B)   :data:`SCORED_PAIR_KINDS`
-``single``   one text and a class (SST-2, CoLA)               :data:`CLASSIFICATION_KINDS`
-``pair``     two texts and a class (MRPC, RTE, QQP)           :data:`CLASSIFICATION_KINDS`
-``sentences`` unlabelled sentences (wiki1m)                   training data only
-``triplets`` anchor, positive, hard negative (NLI)            training data only
-============ ================================================ ==========================
+``single``     one text and a class (SST-2, CoLA)             :data:`CLASSIFICATION_KINDS`
+``pair``       two texts and a class (MRPC, RTE, QQP)         :data:`CLASSIFICATION_KINDS`
+``sentences``  unlabelled sentences (wiki1m)                  training data only
+``triplets``   anchor, positive, hard negative (NLI)          training data only
+============== ============================================== ==========================
 
 A user's evaluation file (``KIND:PATH`` in ``contrastext eval --tasks`` and ``eval.tasks``,
 :mod:`contrastext.evaluation.task_specs`) has one of :data:`EVAL_FILE_KINDS`; a ``pairs`` file is a task of kind

@@ -32,6 +32,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from contrastext.data.examples import Example
+from contrastext.data.task_kinds import CLASSIFICATION_KINDS, SCORED_PAIR_KINDS
 from contrastext.errors import DataFormatError, MissingDataError
 from contrastext.evaluation.metrics import (
     accuracy,
@@ -47,8 +48,6 @@ from contrastext.evaluation.sts import EncodeFn, embed_unique
 C_GRID: tuple[float, ...] = tuple(2.0**power for power in range(-2, 4))
 CV_FOLDS = 5
 HOLDOUT_FRACTION = 0.2
-CLASSIFICATION_KINDS = ("single", "pair")
-SIMILARITY_KINDS = ("sts", "regression")
 
 
 def probe_features(examples: Sequence[Example], embeddings: dict[str, np.ndarray], kind: str) -> np.ndarray:
@@ -261,7 +260,8 @@ def evaluate_predictions(task, predictions: Sequence, labels: Sequence) -> dict:
 
     ``task`` is a registry ``Task`` or its name. Classification tasks (kinds ``single`` / ``pair``) get
     accuracy, F1 and Matthews correlation; similarity tasks (``sts`` / ``regression``) Spearman and
-    Pearson. ``"metric"`` names the task's headline key and ``"score"`` repeats its value.
+    Pearson. ``"metric"`` names the task's headline key (``task.metric``, a key's name) and ``"score"`` repeats its
+    value.
 
     Example::
 
@@ -273,7 +273,7 @@ def evaluate_predictions(task, predictions: Sequence, labels: Sequence) -> dict:
 
         task = get_task(task)
     predictions, labels = np.asarray(predictions), np.asarray(labels)
-    if task.kind in SIMILARITY_KINDS:
+    if task.kind in SCORED_PAIR_KINDS:
         scores: dict = {
             "spearman": spearman(predictions, labels, percent=True),
             "pearson": pearson(predictions, labels, percent=True),
@@ -283,5 +283,4 @@ def evaluate_predictions(task, predictions: Sequence, labels: Sequence) -> dict:
         scores = classification_scores(predictions, labels, num_classes=getattr(task, "num_labels", None))
     else:
         raise ValueError(f"task {task.name} has kind {task.kind!r}: it has no labels to score")
-    name = canonical_metric_name(task.metric)
-    return {**scores, "metric": name, "score": scores[name]}
+    return {**scores, "metric": task.metric, "score": scores[task.metric]}

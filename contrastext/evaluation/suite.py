@@ -18,11 +18,18 @@ Result shape (the ``contrastext eval`` command adds ``"model"``)::
                "sts12": {"split": "test", "spearman": ..., "pearson": ..., "n": 3108,
                          "aggregation": "all", "subsets": {"MSRpar": {...}, ...}},
                "sst2": {"split": "dev", "accuracy": ..., "f1": ..., "mcc": ..., "n": 872, ...}},
-     "average": {"spearman": ..., "pearson": ...}}
+     "average": {"spearman": ..., "pearson": ...},
+     "metrics": {"stsb_test_spearman": 82.0, "stsb_test_pearson": 83.1, "stsb_test_score": 82.0, ...,
+                 "sst2_dev_accuracy": ..., "sst2_dev_score": ..., "score": 82.0}}
 
-Each task's key is its registry name; the split evaluated is in ``"split"`` (``"stsb:dev"`` → key
-``"stsb"``, ``"split": "dev"``), so one task may appear once per call. ``"average"`` is the plain mean
-over the similarity tasks (empty when there are none); classification tasks are not averaged in.
+``"metrics"`` is the flat ``{key: value}`` dict that training logs, with the same keys
+(:func:`~contrastext.evaluation.evaluators.task_metrics`: ``<task>_<split>_<metric>``, ``<task>_<split>_score``
+and ``score``, the first task's headline), so a saved model's numbers compare key by key with its run's
+``metrics.json``. ``"tasks"`` is the report behind them: each task's key is its registry name (a file's: its stem)
+and the split evaluated is in ``"split"`` (``"stsb:dev"`` → key ``"stsb"``, ``"split": "dev"``), so one task may
+appear once per call; besides the metrics it holds ``n`` and what the task kind adds (STS12–16's subsets, the
+probe's C). ``"average"`` is the plain mean over the similarity tasks (empty when there are none);
+classification tasks are not averaged in.
 
 Example::
 
@@ -33,26 +40,25 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import numpy as np
 
+from contrastext.data.task_kinds import CLASSIFICATION_KINDS, EVAL_FILE_KINDS, SCORED_PAIR_KINDS
 from contrastext.data.tasks import holdout_split
 from contrastext.errors import ContrastextError, EmptyDataError, MissingDataError
 from contrastext.evaluation.classification import (
-    CLASSIFICATION_KINDS,
     HOLDOUT_FRACTION,
-    SIMILARITY_KINDS,
     _subsample,
     check_probe_training,
     evaluate_classification,
     evaluate_probe,
 )
+from contrastext.evaluation.evaluators import SCORE, headline_metric, metric_key, task_metrics
 from contrastext.evaluation.retrieval import evaluate_pairs
 from contrastext.evaluation.sts import AGGREGATIONS, evaluate_sts
 from contrastext.evaluation.task_specs import (
-    EVAL_KINDS,
     EvalSpec,
     check_eval_specs,
     load_eval_data,
@@ -96,7 +102,7 @@ def evaluate_task(
     encode = _encode_function(encoder, show_progress)
     if spec.is_file:
         return task.name, {"split": spec.split, **evaluate_file(encode, spec, batch_size, limit, max_train)}
-    if task.kind in SIMILARITY_KINDS:
+    if task.kind in SCORED_PAIR_KINDS:
         data = load_eval_data(spec, data_root)
         subsets = _limited_subsets(data.subsets, limit) if data.subsets else None
         result = evaluate_sts(
@@ -114,7 +120,7 @@ def evaluate_task(
         return task.name, result
     raise ContrastextError(
         f"task {task.name} has kind {task.kind!r}, which has no evaluation; evaluable kinds: "
-        f"{', '.join(SIMILARITY_KINDS + CLASSIFICATION_KINDS)}, and files of kind {', '.join(EVAL_KINDS)}"
+        f"{', '.join(SCORED_PAIR_KINDS + CLASSIFICATION_KINDS)}, and files of kind {', '.join(EVAL_FILE_KINDS)}"
     )
 
 
@@ -187,7 +193,7 @@ def evaluate_tasks(
         )
     if not specs:
         raise ContrastextError("no task to evaluate: give at least one task spec such as stsb:dev")
-    check_task_specs(specs)
+    parsed = check_task_specs(specs)
     tasks: dict[str, dict] = {}
     for spec in specs:
         if on_task is not None:
@@ -203,7 +209,27 @@ def evaluate_tasks(
             show_progress=show_progress,
         )
         tasks[name] = result
-    return {"tasks": tasks, "average": average_similarity(tasks)}
+    return {"tasks": tasks, "average": average_similarity(tasks), "metrics": report_metrics(parsed, tasks)}
+
+
+def report_metrics(specs: Sequence[EvalSpec], tasks: Mapping[str, Mapping]) -> dict[str, float | None]:
+    """The flat metrics of a report's ``tasks`` (keyed by task name, each with its ``split``), made by the producer of
+    training's keys (:func:`~contrastext.evaluation.evaluators.task_metrics`), ``score`` being the first task's
+    headline. ``specs`` (the parsed specs evaluated) give each task's headline metric.
+
+    Example::
+
+        >>> report_metrics([parse_eval_spec("stsb:dev")], {"stsb": {"split": "dev", "spearman": 80.0, "n": 1500}})
+        {'stsb_dev_spearman': 80.0, 'stsb_dev_score': 80.0, 'score': 80.0}
+    """
+    headlines = {spec.task.name: headline_metric(spec.task) for spec in specs}
+    metrics: dict[str, float | None] = {}
+    for name, result in tasks.items():
+        metrics.update(task_metrics(name, result["split"], result, headlines[name]))
+    if tasks:
+        first = next(iter(tasks))
+        metrics[SCORE] = metrics[metric_key(first, tasks[first]["split"], SCORE)]
+    return metrics
 
 
 def check_task_specs(specs: Sequence[str]) -> list[EvalSpec]:
@@ -277,8 +303,3 @@ def average_similarity(tasks: dict[str, dict]) -> dict[str, float | None]:
         else:
             average[key] = float(np.mean([result[key] for result in similarity.values()]))
     return average
-
-
-def evaluate_sts_suite(encoder, data_root: str | os.PathLike | None = None, **options) -> dict:
-    """The seven STS tasks of SimCSE (STS12–16, STS-B, SICK-R, test splits) and their average."""
-    return evaluate_tasks(encoder, list(STS_SUITE), data_root, **options)

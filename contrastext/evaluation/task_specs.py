@@ -29,8 +29,10 @@ pairs          anchor, positive[, hard_negative], no label  retrieval of each an
 Without a KIND: a ``score`` column means sts, a ``label`` column classification (a ``label`` column of
 non-integer numbers is refused: write ``sts:``), no label column pairs. The task is named after the file's
 stem (a dataset folder: its name) and the split is ``file`` unless ``@SPLIT`` names one (a dataset: the split
-read), so ``sts:data/my_sts.csv`` gives the metric keys
-``my_sts_file_spearman`` (training) and ``"my_sts": {"split": "file", ...}`` (``contrastext eval``).
+read), so ``sts:data/my_sts.csv`` gives the metric keys ``my_sts_file_spearman``, ``my_sts_file_score``
+(:func:`~contrastext.evaluation.evaluators.metric_key`: in training, and in ``contrastext eval``'s ``metrics``, whose
+``tasks`` report has ``"my_sts": {"split": "file", ...}``). A file's headline metric (``FileTask.metric``) is
+``spearman`` (sts), ``accuracy`` (classification) or ``mrr_at_10`` (pairs).
 
 Example::
 
@@ -52,10 +54,10 @@ from typing import Any
 
 from contrastext.data.examples import Example
 from contrastext.data.readers.table import FORMAT_BY_SUFFIX, read_table, table_columns
+from contrastext.data.task_kinds import EVAL_FILE_KINDS
 from contrastext.data.tasks import Task, TaskData, load_task, parse_task_spec, task_names
 from contrastext.errors import ConfigError, EmptyDataError, MissingDataError, UnknownNameError
 
-EVAL_KINDS: tuple[str, ...] = ("sts", "classification", "pairs")
 FILE_SPLIT = "file"
 SCORE_COLUMNS: tuple[str, ...] = ("score", "label")
 """The columns that hold an sts file's gold score, most preferred first."""
@@ -132,7 +134,7 @@ def parse_eval_spec(spec: str) -> EvalSpec:
     if not text:
         raise ConfigError(f"empty task spec; give {SPEC_HELP}")
     head, colon, rest = text.partition(":")
-    if colon and head.strip().lower() in EVAL_KINDS:
+    if colon and head.strip().lower() in EVAL_FILE_KINDS:
         return _file_spec(text, rest.strip(), head.strip().lower())
     if head.strip().lower() in task_names():
         task, split = parse_task_spec(text)
@@ -262,7 +264,7 @@ def file_task(
             inferred,
             dataset_split=dataset_split,
         )
-    raise UnknownNameError(f"{where}: unknown kind {kind!r}; kinds: {', '.join(EVAL_KINDS)}")
+    raise UnknownNameError(f"{where}: unknown kind {kind!r}; kinds: {', '.join(EVAL_FILE_KINDS)}")
 
 
 def load_eval_data(spec: EvalSpec | str, data_root: str | os.PathLike | None = None) -> EvalData:

@@ -16,7 +16,7 @@ def test_eval_writes_json_of_the_documented_shape(minilm_path, data_root, tmp_pa
     code, stdout, stderr = run([*argv, "--json", str(out), "--limit", "40", "--no-progress"], capsys)
     assert code == 0, stderr
     results = json.loads(out.read_text())
-    assert set(results) == {"model", "tasks", "average"}
+    assert set(results) == {"model", "tasks", "average", "metrics"}
     assert results["model"] == minilm_path
     assert set(results["tasks"]) == {"stsb"}
     stsb = results["tasks"]["stsb"]
@@ -25,6 +25,10 @@ def test_eval_writes_json_of_the_documented_shape(minilm_path, data_root, tmp_pa
     assert -100.0 <= stsb["spearman"] <= 100.0 and isinstance(stsb["pearson"], float)
     assert results["average"] == {"spearman": stsb["spearman"], "pearson": stsb["pearson"]}
     assert "stsb" in stdout and "average" in stdout  # the table
+    assert results["metrics"] == {  # the keys of training's metrics.json
+        "stsb_dev_spearman": stsb["spearman"], "stsb_dev_pearson": stsb["pearson"],
+        "stsb_dev_score": stsb["spearman"], "score": stsb["spearman"],
+    }
 
 
 def test_encode_writes_one_row_per_line(minilm_path, tmp_path, capsys):

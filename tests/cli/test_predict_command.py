@@ -179,6 +179,9 @@ def test_eval_scores_a_classifier_folder_with_its_head(tmp_path, sst2_classifier
     accuracy = 100 * np.mean([name == ("negative", "positive")[e.label] for name, e in zip(predicted, examples, strict=True)])
     assert sst2["accuracy"] == pytest.approx(accuracy)
     assert list(payload["tasks"]) == ["sst2", "stsb"] and payload["average"]["spearman"] == payload["tasks"]["stsb"]["spearman"]
+    metrics = payload["metrics"]  # training's keys, the head-scored task's included
+    assert metrics["sst2_dev_accuracy"] == metrics["sst2_dev_score"] == metrics["score"] == sst2["accuracy"]
+    assert metrics["stsb_dev_score"] == payload["tasks"]["stsb"]["spearman"]
 
 
 def test_eval_refuses_a_task_whose_labels_the_classifier_does_not_have(tmp_path, minilm_path, data_root, capsys):

@@ -17,7 +17,7 @@ def bag_of_words(texts, batch_size=64):
 
 def test_mixed_tasks_give_the_documented_shape(data_root):
     result = evaluate_tasks(bag_of_words, ["stsb:dev", "sts12", "mrpc"], data_root, limit=40, max_train=200)
-    assert set(result) == {"tasks", "average"}
+    assert set(result) == {"tasks", "average", "metrics"}
     assert list(result["tasks"]) == ["stsb", "sts12", "mrpc"]
     stsb, sts12, mrpc = (result["tasks"][name] for name in ("stsb", "sts12", "mrpc"))
     assert stsb["split"] == "dev" and stsb["n"] == 40 and set(stsb) == {"split", "spearman", "pearson", "n"}
@@ -28,6 +28,11 @@ def test_mixed_tasks_give_the_documented_shape(data_root):
     assert {"accuracy", "f1", "mcc", "C", "c_selection"} <= set(mrpc)
     expected = (stsb["spearman"] + sts12["spearman"]) / 2  # classification tasks are not averaged in
     assert result["average"]["spearman"] == pytest.approx(expected)
+    metrics = result["metrics"]  # the flat keys a training run logs, from the same producer
+    assert metrics["stsb_dev_spearman"] == stsb["spearman"] and metrics["stsb_dev_score"] == stsb["spearman"]
+    assert metrics["sts12_test_pearson"] == sts12["pearson"] and metrics["mrpc_dev_mcc"] == mrpc["mcc"]
+    assert metrics["mrpc_dev_score"] == mrpc["f1"] and metrics["score"] == stsb["spearman"]
+    assert not [key for key in metrics if key.endswith(("_n", "_split", "_subsets", "_C"))]
 
 
 def test_wmean_aggregation_is_the_weighted_subset_mean(data_root):
