@@ -25,7 +25,12 @@ in both recipes: ``capt.yaml`` pre-trains a randomly initialised small BERT (``T
 with all-MiniLM-L6-v2's vocabulary) on wiki1m sentences; ``capt-continued.yaml`` continues pre-training
 all-MiniLM-L6-v2 itself (its weights are loaded but it ships no MLM head, so the head starts untrained).
 
-The run (pre-train, then fine-tune on a GLUE task) is :mod:`contrastext.runs.capt`.
+The corrupted copy is any registered view (:data:`contrastext.data.views.VIEWS`, by name): :func:`corruption_view`
+gives each view the constructor arguments it takes (the tokenizer's ids, the masking or corruption share, the shuffle
+window) and ``corruption_args`` the rest, so a new view is usable here with no edit of this module.
+
+The run (pre-train, then fine-tune on a GLUE task) and the recipe's ``method_args`` (``CAPTArgs``) are
+:mod:`contrastext.runs.capt`; this module holds the Method.
 
 Example::
 
@@ -41,12 +46,11 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from contrastext.data.collate import encoder_inputs, tokenize
 from contrastext.data.examples import Example
-from contrastext.data.views import IGNORE_INDEX, make_view
+from contrastext.data.views import IGNORE_INDEX, VIEWS, View, make_view
 from contrastext.errors import ConfigError
 from contrastext.negatives.distributed import all_gather_rows
 from contrastext.negatives.queue import Queue
@@ -54,61 +58,29 @@ from contrastext.objectives.capt import CAPT
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
 from contrastext.training.method import Method
 
-MASKING_VIEWS = ("token_mask", "span_mask")
-Corruption = Literal["token_mask", "span_mask", "shuffle", "delete", "substitute"]
 
-# CAPT-Small (§3.1: "a 6-layer Transformer with 256 hidden size and 4 attention heads"; Table 4: FFN inner
-# hidden size 1024, dropout 0.1 = BertConfig's default). max_position_embeddings is not given (BERT's 512).
-DEFAULT_BACKBONE: dict[str, Any] = {
-    "hidden_size": 256,
-    "num_hidden_layers": 6,
-    "num_attention_heads": 4,
-    "intermediate_size": 1024,
-    "max_position_embeddings": 512,
-}
-
-
-class CAPTArgs(BaseModel):
-    """``method_args`` of the ``capt`` recipe (see docs/methods/capt.md)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    from_scratch: bool = Field(default=True, description="random backbone from `backbone` + the model's tokenizer")
-    backbone: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_BACKBONE), description="BertConfig keys")
-    pooling: str = Field(default="cls", description="sequence representation: [CLS], as BERT")
-    corruption: Corruption = Field(default="token_mask", description="how the corrupted copy is made")
-    mask_probability: float = Field(default=0.15, ge=0, le=1, description="share of tokens masked (MLM, masks)")
-    corruption_probability: float = Field(default=0.1, ge=0, lt=1, description="delete / substitute share")
-    shuffle_window: int = Field(default=3, ge=1, description="k of the local shuffle")
-    projection_dim: int | None = Field(
-        default=None, gt=0, description="output width of the aggregation layer A (default: the hidden size, §3.1)"
-    )
-    projection_hidden: int | None = Field(
-        default=None, gt=0, description="inner width of A (default: the backbone's FFN inner size, §3.1)"
-    )
-    projection_activation: Literal["relu", "gelu", "tanh"] = Field(
-        default="relu", description="A's non-linearity (not given by the paper; SimCLR's ReLU)"
-    )
-    temperature: Literal["inverted_triangle", "fixed"] = "inverted_triangle"
-    temperature_floor: float = Field(default=0.05, gt=0, description="lowest τ of the inverted triangle")
-    fixed_temperature: float = Field(default=0.1, gt=0, description="τ when temperature is fixed")
-    queue_size: int = Field(default=8192, ge=0, description="queue of aggregated s, ŝ (§3.1: 8192); 0: no queue")
-    capt_reduction: Literal["sum", "mean"] = Field(
-        default="sum", description="over the batch: Eq. 4 sums; mean divides by the batch size"
-    )
-    mlm_weight: float = Field(default=1.0, ge=0)
-    capt_weight: float = Field(default=1.0, ge=0)
-    finetune_task: str | None = Field(default="sst2", description="GLUE task fine-tuned after pre-training")
-    finetune_seeds: int = Field(default=5, gt=0, description="fine-tuning runs (seeds seed, seed+1, …); §3.3")
-    finetune_aggregate: Literal["median", "mean"] = Field(
-        default="median", description="how the runs' dev metrics are reported (§3.3: median)"
-    )
-    finetune_steps: int = Field(default=200, gt=0)
-    finetune_lr: float = Field(default=5e-5, gt=0)
-    finetune_batch_size: int = Field(default=32, gt=0)
-    finetune_limit: int | None = Field(default=None, gt=0, description="first N training examples")
-    finetune_eval_limit: int | None = Field(default=None, gt=0, description="first N dev examples")
-    finetune_holdout: float | None = Field(default=None, gt=0, lt=1, description="for tasks with a dev split only")
+def corruption_view(
+    name: str,
+    tokenizer,
+    mask_probability: float,
+    corruption_probability: float,
+    shuffle_window: int,
+    extra: dict[str, Any],
+) -> View:
+    """The registered view ``name`` with the constructor arguments it takes, read from its signature: the
+    tokenizer's ``mask_token_id`` / ``vocab_size`` / ``pad_token_id``, ``k`` = ``shuffle_window``, and
+    ``probability`` = ``mask_probability`` for a masking view (one that takes ``mask_token_id``: token_mask,
+    span_mask), else ``corruption_probability`` (delete, substitute); ``extra`` (the recipe's ``corruption_args``)
+    gives the others (span_mask's ``p``, ``max_span``)."""
+    accepted = VIEWS.accepted_arguments(name)
+    given = {
+        "mask_token_id": tokenizer.mask_token_id,
+        "vocab_size": len(tokenizer),
+        "pad_token_id": tokenizer.pad_token_id,
+        "k": shuffle_window,
+        "probability": mask_probability if "mask_token_id" in accepted else corruption_probability,
+    }
+    return make_view(name, **{key: value for key, value in given.items() if key in accepted}, **extra)
 
 
 class TiedMLMHead(nn.Module):
@@ -141,7 +113,7 @@ class CAPTMethod(Method):
     def __init__(
         self,
         encoder,
-        corruption: Corruption = "token_mask",
+        corruption: str = "token_mask",
         mask_probability: float = 0.15,
         corruption_probability: float = 0.1,
         shuffle_window: int = 3,
@@ -149,27 +121,20 @@ class CAPTMethod(Method):
         queue_size: int = 8192,
         loss_weights: dict[str, float] | None = None,
         capt_reduction: Literal["sum", "mean"] = "sum",
+        corruption_args: dict[str, Any] | None = None,
     ):
         super().__init__()
         if encoder.projection is None:
             raise ConfigError("CAPT needs an encoder with a projection head (TextEncoder(projection=...))")
         self.encoder = encoder
         tokenizer = encoder.tokenizer
-        vocab_size = len(tokenizer)
         if tokenizer.mask_token_id is None:
             raise ConfigError("CAPT needs a tokenizer with a [MASK] token (BERT-style vocabulary)")
         self.corruption = corruption
-        options = {
-            "token_mask": {"mask_token_id": tokenizer.mask_token_id, "vocab_size": vocab_size,
-                           "probability": mask_probability},
-            "span_mask": {"mask_token_id": tokenizer.mask_token_id, "vocab_size": vocab_size,
-                          "probability": mask_probability},
-            "shuffle": {"k": shuffle_window},
-            "delete": {"probability": corruption_probability, "pad_token_id": tokenizer.pad_token_id},
-            "substitute": {"vocab_size": vocab_size, "probability": corruption_probability},
-        }
-        self.view = make_view(corruption, **options[corruption])
-        self.mask_view = make_view("token_mask", **options["token_mask"])
+        self.view = corruption_view(
+            corruption, tokenizer, mask_probability, corruption_probability, shuffle_window, corruption_args or {}
+        )
+        self.mask_view = corruption_view("token_mask", tokenizer, mask_probability, corruption_probability, 0, {})
         self.temperature = temperature if temperature is not None else FixedTemperature(0.1)
         self.objective = CAPT(temperature=self.temperature, reduction=capt_reduction)
         self.queue = Queue(queue_size, encoder.projection.output_dim) if queue_size > 0 else None

@@ -1,5 +1,10 @@
 """Recipes ``capt`` and ``capt-continued``: CAPT pre-training (:mod:`contrastext.methods.capt`), then fine-tuning.
 
+The recipes' ``method_args`` are :class:`CAPTArgs` (here, beside the run that reads them: the pre-training's
+settings, which :func:`build` passes to the Method as explicit arguments, and the fine-tuning protocol,
+``finetune_*``). ``corruption`` is any registered view, checked against :data:`contrastext.data.views.VIEWS` when
+the arguments are read.
+
 The run: pre-train (``<output_dir>/pretrain``; the evaluator is STS-B dev, cosine of the pooled vectors;
 with ``train.metric_for_best: null``, the recipes' default, the last weights are kept, as the paper
 fine-tunes its pre-trained model), then fine-tune the pre-trained encoder with a fresh classification head
@@ -24,9 +29,12 @@ from __future__ import annotations
 import copy
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from contrastext.methods.capt import CAPTArgs, CAPTMethod
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from contrastext.data.views import VIEWS
+from contrastext.methods.capt import CAPTMethod
 from contrastext.methods.classification import ClassificationArgs, FineTuneMethod
 from contrastext.models.projection import build_projection
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
@@ -49,7 +57,75 @@ from contrastext.runs.stages import (
     write_summary,
 )
 from contrastext.runtime.seeding import set_seed
-from contrastext.training.config import TrainConfig
+from contrastext.training.config import TrainConfig, registered
+
+# CAPT-Small (§3.1: "a 6-layer Transformer with 256 hidden size and 4 attention heads"; Table 4: FFN inner
+# hidden size 1024, dropout 0.1 = BertConfig's default). max_position_embeddings is not given (BERT's 512).
+DEFAULT_BACKBONE: dict[str, Any] = {
+    "hidden_size": 256,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 4,
+    "intermediate_size": 1024,
+    "max_position_embeddings": 512,
+}
+
+
+class CAPTArgs(BaseModel):
+    """``method_args`` of the ``capt`` recipe (see docs/methods/capt.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_scratch: bool = Field(default=True, description="random backbone from `backbone` + the model's tokenizer")
+    backbone: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_BACKBONE), description="BertConfig keys")
+    pooling: str = Field(default="cls", description="sequence representation: [CLS], as BERT")
+    corruption: str = Field(
+        default="token_mask",
+        description="how the corrupted copy is made: any registered view (token_mask, span_mask, shuffle, delete, "
+        "substitute, ...)",
+    )
+    corruption_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the view's other constructor arguments (span_mask: p, max_span); the tokenizer's ids, "
+        "the shares and the shuffle window come from their own keys",
+    )
+    mask_probability: float = Field(default=0.15, ge=0, le=1, description="share of tokens masked (MLM, masks)")
+    corruption_probability: float = Field(default=0.1, ge=0, lt=1, description="delete / substitute share")
+    shuffle_window: int = Field(default=3, ge=1, description="k of the local shuffle")
+    projection_dim: int | None = Field(
+        default=None, gt=0, description="output width of the aggregation layer A (default: the hidden size, §3.1)"
+    )
+    projection_hidden: int | None = Field(
+        default=None, gt=0, description="inner width of A (default: the backbone's FFN inner size, §3.1)"
+    )
+    projection_activation: Literal["relu", "gelu", "tanh"] = Field(
+        default="relu", description="A's non-linearity (not given by the paper; SimCLR's ReLU)"
+    )
+    temperature: Literal["inverted_triangle", "fixed"] = "inverted_triangle"
+    temperature_floor: float = Field(default=0.05, gt=0, description="lowest τ of the inverted triangle")
+    fixed_temperature: float = Field(default=0.1, gt=0, description="τ when temperature is fixed")
+    queue_size: int = Field(default=8192, ge=0, description="queue of aggregated s, ŝ (§3.1: 8192); 0: no queue")
+    capt_reduction: Literal["sum", "mean"] = Field(
+        default="sum", description="over the batch: Eq. 4 sums; mean divides by the batch size"
+    )
+    mlm_weight: float = Field(default=1.0, ge=0)
+    capt_weight: float = Field(default=1.0, ge=0)
+    finetune_task: str | None = Field(default="sst2", description="GLUE task fine-tuned after pre-training")
+    finetune_seeds: int = Field(default=5, gt=0, description="fine-tuning runs (seeds seed, seed+1, …); §3.3")
+    finetune_aggregate: Literal["median", "mean"] = Field(
+        default="median", description="how the runs' dev metrics are reported (§3.3: median)"
+    )
+    finetune_steps: int = Field(default=200, gt=0)
+    finetune_lr: float = Field(default=5e-5, gt=0)
+    finetune_batch_size: int = Field(default=32, gt=0)
+    finetune_limit: int | None = Field(default=None, gt=0, description="first N training examples")
+    finetune_eval_limit: int | None = Field(default=None, gt=0, description="first N dev examples")
+    finetune_holdout: float | None = Field(default=None, gt=0, lt=1, description="for tasks with a dev split only")
+
+    @field_validator("corruption")
+    @classmethod
+    def _a_registered_view(cls, name: str) -> str:
+        return registered(name, VIEWS)
+
 
 
 def aggregation_layer(args: CAPTArgs, backbone_config) -> dict[str, Any]:
@@ -98,6 +174,7 @@ def build(config: TrainConfig, args: CAPTArgs, data_root: Path | None) -> Method
         queue_size=args.queue_size,
         loss_weights={"mlm": args.mlm_weight, "capt": args.capt_weight},
         capt_reduction=args.capt_reduction,
+        corruption_args=args.corruption_args,
     )
     return MethodBundle(method, examples, sentence_evaluator(config, data_root))
 

@@ -38,10 +38,10 @@ from torch import nn
 from contrastext.errors import ConfigError
 from contrastext.methods.simcse import SimCSE
 from contrastext.objectives.registry import (
+    OBJECTIVES,
     BatchShape,
     make_objective,
     objective_arguments,
-    objective_names,
     objectives_taking,
     takes_shape,
 )
@@ -99,7 +99,7 @@ class SimCSEUnsupArgs(BaseModel):
     @field_validator("loss")
     @classmethod
     def _a_registered_objective(cls, name: str) -> str:
-        return registered(name, objective_names(), "objective")
+        return registered(name, OBJECTIVES)
 
     @field_validator("loss_args")
     @classmethod
@@ -322,7 +322,5 @@ SUP_PROTOCOL = Protocol(
     docs="docs/methods/simcse-sup.md",
 )
 
-SPECS = [
-    RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup, protocol=UNSUP_PROTOCOL),
-    RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup, protocol=SUP_PROTOCOL),
-]
+UNSUP_SPEC = RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup, protocol=UNSUP_PROTOCOL)
+SUP_SPEC = RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup, protocol=SUP_PROTOCOL)

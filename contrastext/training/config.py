@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from contrastext.errors import ConfigError
+from contrastext.runtime.registry import Registry
 from contrastext.runtime.yaml_reader import MAX_DEPTH, YamlLimitError, read_yaml
 from contrastext.training.key_names import config_keys, suggest
 
@@ -557,13 +558,12 @@ def check_moved_keys(raw: dict, moved: dict[str, str], file: str, overridden: Co
             raise ConfigError(f"{_origin(key, file, overridden)}: {key}: this key was moved or removed; set {new}")
 
 
-def registered(name: str, names: Iterable[str], kind: str) -> str:
-    """``name`` if it is one of a registry's ``names``, else a ValueError listing them (raised in a pydantic field
-    validator, it becomes a ConfigError naming the key and the file). ``kind`` names what is registered."""
-    known = sorted(names)
-    if name not in known:
-        raise ValueError(f"unknown {kind} {name!r}; registered: {', '.join(known)}")
-    return name
+def registered(name: str, registry: Registry) -> str:
+    """``name`` if ``registry`` holds it, else a ValueError listing the registered names (raised in a pydantic field
+    validator, it becomes a ConfigError naming the key and the file, or the ``--set`` override)."""
+    if name in registry:
+        return name
+    raise ValueError(registry.unknown_message(name))
 
 
 def _validate(model_cls: type[ModelT], raw: dict, file: str, overridden: Collection[str], prefix: str):

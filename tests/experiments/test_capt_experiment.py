@@ -57,7 +57,7 @@ def test_plan_at_defaults():
 
 
 def test_every_override_list_loads():
-    from contrastext.methods.capt import CAPTArgs
+    from contrastext.runs.capt import CAPTArgs
     from contrastext.runs.recipes import recipe_path
     from contrastext.training.config import load_config
 
@@ -85,8 +85,7 @@ def test_every_override_list_loads():
 
 
 def test_finetune_stage_gets_the_seeded_draw():
-    from contrastext.methods.capt import CAPTArgs
-    from contrastext.runs.capt import finetune_config
+    from contrastext.runs.capt import CAPTArgs, finetune_config
     from contrastext.runs.recipes import recipe_path
     from contrastext.runs.stages import stage_config
     from contrastext.training.config import load_config

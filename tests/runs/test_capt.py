@@ -14,9 +14,9 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
-from contrastext.methods.capt import CAPTArgs, CAPTMethod
+from contrastext.methods.capt import CAPTMethod
 from contrastext.objectives.temperature import InvertedTriangleTemperature
-from contrastext.runs.capt import build, seed_statistics
+from contrastext.runs.capt import CAPTArgs, build, seed_statistics
 from contrastext.runs.capt import capt_encoder as build_capt_encoder
 from contrastext.runs.registry import run_recipe
 from contrastext.runs.stages import run_training

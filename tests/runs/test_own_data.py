@@ -161,14 +161,14 @@ def test_scl_recipe_trains_on_a_labelled_csv_given_with_set(tmp_path, tiny_bert_
 
 
 def test_the_classifier_has_one_output_per_class_and_the_label_names(tmp_path, tiny_bert_path):
-    from contrastext.runs.registry import get_run_spec
+    from contrastext.runs.registry import get_recipe
     from contrastext.runs.scl import build
     from contrastext.training.config import load_config
 
     path = write_reviews(tmp_path / "reviews.csv")
     recipe = Path(__file__).resolve().parents[2] / "recipes" / "scl.yaml"
     config = load_config(recipe, [f"model={tiny_bert_path}", f"data.path={path}", f"output_dir={tmp_path / 'o'}"])
-    args = config.method_args_as(get_run_spec("scl").args_model)
+    args = config.method_args_as(get_recipe("scl").args_model)
     bundle = build(config, args, None)
     assert bundle.method.label_names == ["bad", "good", "ok"]
     assert bundle.method.head.linear.out_features == 3
@@ -275,9 +275,8 @@ def test_eval_tasks_beside_a_users_file_is_an_error(tmp_path, capsys):
 def test_multitask_refuses_a_single_source_and_capt_fine_tunes_on_its_task(tmp_path):
     """A source is never ignored: multitask trains on data.tasks, so data.path there is an error; CAPT
     pre-trains on the user's sentences and its fine-tuning stage reads finetune_task, not that file."""
-    from contrastext.methods.capt import CAPTArgs
     from contrastext.methods.multitask import MultitaskArgs
-    from contrastext.runs.capt import finetune_config
+    from contrastext.runs.capt import CAPTArgs, finetune_config
     from contrastext.runs.data import data_spec, load_multitask_data
     from contrastext.training.config import load_config
 
