@@ -43,6 +43,7 @@ COMMAND_MODULES: dict[str, str] = {
     "compare": "compare_command",
     "demo": "demo_command",
     "config": "config_command",
+    "mine": "mine_command",
 }
 
 
