@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -57,24 +56,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import common  # noqa: E402
 import markdown_block  # noqa: E402
+from common import REPO, synchronize  # noqa: E402
 from device_arg import device_name  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = "encode.py"
 BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 SECTION = "## Encoding: contrastext encode vs SentenceTransformer.encode"
 DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
-
-
-def default_data_root() -> Path:
-    return Path(os.environ.get("CONTRASTEXT_DATA", REPO.parent / "shared" / "data"))
 
 
 def stsb_texts(data_root: Path, count: int) -> list[str]:
@@ -86,31 +81,8 @@ def stsb_texts(data_root: Path, count: int) -> list[str]:
     return texts[:count]
 
 
-def synchronize(device: str) -> None:
-    """Wait for the device's queued work (CUDA runs asynchronously); nothing to wait for on the CPU."""
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize(device)
-
-
 def on_cpu(device: str) -> bool:
     return device == "cpu"
-
-
-def median_times(runs: dict[str, Callable[[], object]], rounds: int, device: str = "cpu") -> dict[str, list[float]]:
-    """Seconds of each run per round, round-robin with the order reversed every round (the device synchronised
-    before each clock reading)."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for index in range(rounds):
-        for name in list(runs) if index % 2 == 0 else list(reversed(runs)):
-            synchronize(device)
-            start = time.perf_counter()
-            runs[name]()
-            synchronize(device)
-            times[name].append(time.perf_counter() - start)
-            print(f"  round {index + 1}/{rounds} {name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
-    return times
 
 
 # -------------------------------------------------------------------------------------------- in process
@@ -156,7 +128,7 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
     if int8 is not None:
         int8.encode(warm, batch_size=batch)
     theirs.encode(warm, batch_size=batch, show_progress_bar=False)
-    times = median_times(encoders, args.rounds, device)
+    times = common.round_robin_times(encoders, args.rounds, device, progress=True)
     embeddings = {name: np.asarray(run(), dtype=np.float32) for name, run in encoders.items()}
     ours.unpad, ours.unpad_min_padding = True, default_min_padding  # the default, for the profile below
     reference = embeddings["sentence-transformers"]
@@ -260,11 +232,6 @@ def stsb_dev_spearman(args, encoders: dict) -> dict[str, float]:
 # ----------------------------------------------------------------------------------------- whole process
 
 
-def contrastext_command() -> list[str]:
-    script = Path(sys.executable).with_name("contrastext")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "contrastext"]
-
-
 OUR_IMPORTS = "import contrastext.cli.encode_command, contrastext.models.encoder"
 PEER_IMPORTS = "import sentence_transformers"
 
@@ -278,18 +245,18 @@ def ours_process_name(device: str) -> str:
 
 def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: dict[str, str]) -> dict:
     outputs = {name: work / f"{name}.npy" for name in ("ours", "int8", "st")}
-    common = ["encode", "--model", model_path, "--input", str(texts_file), "--batch-size", str(args.batch_size),
+    encode_args = ["encode", "--model", model_path, "--input", str(texts_file), "--batch-size", str(args.batch_size),
               "--no-progress"]
     child = [sys.executable, str(Path(__file__).resolve()), "--texts-file", str(texts_file), "--model", model_path,
              "--batch-size", str(args.batch_size), "--device", args.device]
     commands = {
         ours_process_name(args.device): [
-            *contrastext_command(), *common, "--device", args.device, "--output", str(outputs["ours"])
+            *common.contrastext_command(), *encode_args, "--device", args.device, "--output", str(outputs["ours"])
         ]
     }
     if on_cpu(args.device):  # dynamic int8 quantisation runs on the CPU only
         commands["contrastext encode --quantize int8"] = [
-            *contrastext_command(), *common, "--output", str(outputs["int8"]), "--quantize", "int8"
+            *common.contrastext_command(), *encode_args, "--output", str(outputs["int8"]), "--quantize", "int8"
         ]
     commands["sentence-transformers script"] = [*child, "--peer-child", str(outputs["st"])]
 
@@ -301,7 +268,8 @@ def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: di
 
         return run
 
-    times = median_times({name: runner(command) for name, command in commands.items()}, args.process_rounds)
+    runs = {name: runner(command) for name, command in commands.items()}
+    times = common.round_robin_times(runs, args.process_rounds, progress=True)
     diff = float(np.abs(np.load(outputs["ours"]) - np.load(outputs["st"])).max())
     imports = {
         ours_process_name(args.device): import_seconds(OUR_IMPORTS, env, args.process_rounds),
@@ -337,26 +305,22 @@ def render(args, inproc: dict, processes: dict, load_before: tuple[float, ...]) 
 
     peer = "sentence-transformers"
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
-    if on_cpu(args.device):
-        hardware = f"CPU only, {os.cpu_count()} cores"
-    else:
-        hardware = f"{torch.cuda.get_device_name(torch.device(args.device))} ({args.device}), {os.cpu_count()} CPU cores"
     model = "all-MiniLM-L6-v2" if args.model == DEFAULT_MODEL else f"model `{args.model}`"
-    lines = [
-        begin,
-        "### Run conditions",
-        "",
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
-        f"- torch {torch.__version__}, torch.get_num_threads() = {inproc['threads']} (children: "
+    versions = (
+        f"torch {torch.__version__}, torch.get_num_threads() = {inproc['threads']} (children: "
         f"{args.threads or 'default'}); transformers {transformers.__version__}; sentence-transformers "
-        f"{sentence_transformers.__version__}",
-        f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} (arms run "
-        "round-robin, the order reversed every round)",
-        f"- command: `{' '.join(['python', 'bench/encode.py', *map(shlex.quote, args.argv)])}`",
-        f"- {args.texts} STS-B train sentences, batch {args.batch_size}, {model}, normalised embeddings; "
+        f"{sentence_transformers.__version__}"
+    )
+    texts = (
+        f"{args.texts} STS-B train sentences, batch {args.batch_size}, {model}, normalised embeddings; "
         f"{args.rounds} in-process round(s), {args.process_rounds} whole-process round(s)"
         + ("" if on_cpu(args.device) else f"; both sides on {args.device}, float32, clocks read after "
-           "torch.cuda.synchronize"),
+           "torch.cuda.synchronize")
+    )
+    lines = [
+        begin,
+        *common.run_conditions(SCRIPT, args.argv, args.device, load_before, versions, [texts],
+                               load_note="(arms run round-robin, the order reversed every round)"),
         "",
         "| encode call, in process | median s | ST / arm (median of rounds) |",
         "|---|---:|---:|",
@@ -427,11 +391,6 @@ def int8_line(args, inproc: dict) -> str:
     )
 
 
-def write_block(path: Path, block: str, suffix: str = "") -> None:
-    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
-
-
 # --------------------------------------------------------------------------------------------------- main
 
 
@@ -442,7 +401,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5, help="in-process rounds")
     parser.add_argument("--process-rounds", type=int, default=3, help="whole-process rounds")
     parser.add_argument("--model", default=DEFAULT_MODEL)
-    parser.add_argument("--data-root", type=Path, default=default_data_root())
+    parser.add_argument("--data-root", type=Path, default=common.default_data_root())
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
     parser.add_argument("--tolerance", type=float, default=1e-5, help="max abs embedding difference to ST")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
@@ -493,9 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = render(args, inproc, processes, load_before)
-    print(report)
-    if args.output is not None:
-        write_block(args.output, report, args.section_suffix)
+    common.publish_report(report, args, SCRIPT, SECTION)
     worst = max(inproc["diff_st"], processes["diff_st"])
     if worst > args.tolerance:
         print(f"our embeddings differ from ST's: max abs diff {worst:.2e} > {args.tolerance}", file=sys.stderr)

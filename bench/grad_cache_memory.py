@@ -48,24 +48,22 @@ import argparse
 import gc
 import json
 import os
-import platform
-import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import common  # noqa: E402
 import markdown_block  # noqa: E402
+from common import MIB, reset_peak_rss, status_mib, synchronize  # noqa: E402
 
 SCRIPT = "grad_cache_memory.py"
 BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 SECTION = "## Big batches in bounded memory (GradCache)"
-MIB = 2**20
 GOAL = 1.5
 
 
@@ -126,25 +124,6 @@ class Result:
 # -------------------------------------------------------------------------------------------------- worker
 
 
-def rss_status() -> dict[str, float]:
-    """VmRSS and VmHWM of this process, in MiB."""
-    values = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            values[key] = int(rest.split()[0]) * 1024 / MIB
-    return values
-
-
-def reset_rss_peak() -> bool:
-    """Reset VmHWM to the current RSS (Linux ≥ 4.0); False when not possible."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
 def tensor_peak_cpu(prof, name: str, within: str | None = None) -> int:
     """The peak of the running sum of the profiler's CPU allocation events (signed byte counts) inside the
     ``record_function(name)`` range; the sum starts at 0 at the start of the range ``within`` (default: the
@@ -168,11 +147,12 @@ def worker(args: argparse.Namespace) -> int:
 
     from contrastext.data.sampling import RandomBatchSampler
     from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_run_spec, parse_method_args
+    from contrastext.runs.registry import get_recipe, parse_method_args
     from contrastext.runs.stages import seeded_build
     from contrastext.runtime.seeding import make_generator
     from contrastext.training.config import load_config
     from contrastext.training.grad_cache import cached_backward
+    from contrastext.training.method import total_loss
 
     torch.set_num_threads(args.threads)
     setting = Setting.parse(args.worker)
@@ -186,7 +166,7 @@ def worker(args: argparse.Namespace) -> int:
         f"output_dir={tempfile.mkdtemp(prefix='grad-cache-bench-')}",
     ]
     config = load_config(recipe_path("simcse-unsup"), overrides)
-    spec = get_run_spec(config.method)
+    spec = get_recipe(config.method)
     bundle = seeded_build(spec.build, config, parse_method_args(spec, config), args.data_root)
     method = bundle.method.to(device).train()
     examples = bundle.train_examples
@@ -202,7 +182,7 @@ def worker(args: argparse.Namespace) -> int:
         batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
         with mark("backward"):
             if setting.chunk is None:
-                loss = method.total(method(batch))
+                loss = total_loss(method(batch), method.loss_weights)
                 loss.backward()
             else:
                 _, loss = cached_backward(method, batch, setting.chunk)
@@ -211,37 +191,32 @@ def worker(args: argparse.Namespace) -> int:
             optimizer.zero_grad(set_to_none=True)
         return float(loss), int(batch["input_ids"].shape[1])
 
-    def synchronize() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     torch.manual_seed(config.train_seed)
     for index in range(args.steps - 2):  # warm-up: AdamW's state, allocator pools
         step(index)
     gc.collect()
     # RSS step: no profiler
-    before = rss_status()["VmRSS"]
-    reset = reset_rss_peak()
-    synchronize()
+    before = status_mib("VmRSS")
+    reset = reset_peak_rss()
+    synchronize(device)
     start = time.perf_counter()
     loss, length = step(args.steps - 2)
-    synchronize()
+    synchronize(device)
     seconds = time.perf_counter() - start
-    status = rss_status()
-    rss_peak = status["VmHWM"] if reset else float("nan")
+    rss_peak = status_mib("VmHWM") if reset else float("nan")
     gc.collect()
     # tensor step: allocator events
     if device.type == "cuda":  # each phase's peak above what was allocated when the step began
         peaks: dict[str, int] = {}
-        synchronize()
+        synchronize(device)
         at_start = torch.cuda.memory_allocated(device)
 
         @contextmanager
         def cuda_peak(name: str):
-            synchronize()
+            synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
             yield
-            synchronize()
+            synchronize(device)
             peaks[name] = torch.cuda.max_memory_allocated(device) - at_start
 
         step(args.steps - 1, mark=cuda_peak)
@@ -276,27 +251,6 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> Result:
         if completed.returncode != 0:
             raise SystemExit(f"setting {setting.name} failed:\n{completed.stderr[-4000:]}")
         return Result(**json.loads(result_file.read_text()))
-
-
-def conditions(args: argparse.Namespace, load_before: tuple[float, ...]) -> list[str]:
-    import torch
-
-    if args.device.startswith("cuda"):
-        hardware = torch.cuda.get_device_name(torch.device(args.device))
-    else:
-        hardware = f"CPU only, {os.cpu_count()} cores"
-    return [
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
-        f"- torch {torch.__version__}, torch.set_num_threads({args.threads}); model `{args.model_label}`, "
-        f"recipe simcse-unsup ([CLS] + MLP, InfoNCE τ = 0.05, dropout on), wiki1m, max length {args.max_length}, "
-        f"float32, AdamW",
-        f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f}",
-        f"- command: `{' '.join(['python', 'bench/grad_cache_memory.py', *map(shlex.quote, args.argv)])}`",
-        f"- each setting in a fresh process; {args.steps} steps of the same seeded batches, the first "
-        f"{args.steps - 2} a warm-up; tensor peaks = PyTorch allocations during step {args.steps} (forward + "
-        f"backward, and the whole step with collate and AdamW) above what was live before it ({'torch.cuda.max_memory_allocated' if args.device.startswith('cuda') else 'profiler allocation events'}); "
-        f"RSS = the process's VmHWM during step {args.steps - 1}, reset just before it",
-    ]
 
 
 def ratio(value: float, base: float) -> str:
@@ -350,12 +304,30 @@ def verdicts(results: list[Result]) -> list[str]:
     return lines
 
 
+def conditions(args: argparse.Namespace, load_before: tuple[float, ...]) -> list[str]:
+    """The report's "Run conditions" section (``common.run_conditions``) with this benchmark's settings."""
+    import torch
+
+    cuda = args.device.startswith("cuda")
+    versions = (
+        f"torch {torch.__version__}, torch.set_num_threads({args.threads}); model `{args.model_label}`, "
+        f"recipe simcse-unsup ([CLS] + MLP, InfoNCE τ = 0.05, dropout on), wiki1m, max length {args.max_length}, "
+        f"float32, AdamW"
+    )
+    measured = (
+        f"each setting in a fresh process; {args.steps} steps of the same seeded batches, the first "
+        f"{args.steps - 2} a warm-up; tensor peaks = PyTorch allocations during step {args.steps} (forward + "
+        f"backward, and the whole step with collate and AdamW) above what was live before it "
+        f"({'torch.cuda.max_memory_allocated' if cuda else 'profiler allocation events'}); "
+        f"RSS = the process's VmHWM during step {args.steps - 1}, reset just before it"
+    )
+    return common.run_conditions(SCRIPT, args.argv, args.device, load_before, versions, [measured])
+
+
 def render(args: argparse.Namespace, load_before: tuple[float, ...], results: list[Result]) -> str:
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     lines = [
         begin,
-        "### Run conditions",
-        "",
         *conditions(args, load_before),
         "",
         "### Peak memory of one training step",
@@ -366,11 +338,6 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], results: li
         end,
     ]
     return "\n".join(lines) + "\n"
-
-
-def write_block(path: Path, block: str, suffix: str = "") -> None:
-    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
 
 
 def tiny_model(folder: Path) -> str:
@@ -429,9 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(run_setting(setting, args))
             print(f"  {setting.name}: {results[-1]}", file=sys.stderr, flush=True)
     report = render(args, load_before, results)
-    print(report)
-    if args.output is not None:
-        write_block(args.output, report, args.section_suffix)
+    common.publish_report(report, args, SCRIPT, SECTION)
     return 0
 
 

@@ -52,14 +52,9 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
-import shlex
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
@@ -68,23 +63,19 @@ from torch import Tensor
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import common  # noqa: E402
 import markdown_block  # noqa: E402
+from common import MIB, synchronize  # noqa: E402
 
 SCRIPT = "objectives.py"
 SECTION = "## Objectives and top-K search"
 BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
-MIB = 2**20
 
 Inputs = dict[str, Tensor]
 LossFn = Callable[[Inputs], Tensor]
 
 
 # ----------------------------------------------------------------------------------------------- measuring
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def clear_grads(inputs: Inputs) -> None:
@@ -137,21 +128,6 @@ def peak_memory_each(runs: dict[str, Callable[[], object]], device: torch.device
 def peak_memory_bytes(run: Callable[[], object], device: torch.device) -> int:
     """Peak bytes allocated by ``run()`` above what was allocated before it."""
     return peak_memory_each({"run": run}, device)["run"]
-
-
-def median_times(runs: dict[str, Callable[[], object]], repeats: int, device: torch.device) -> dict[str, float]:
-    """Median wall time (seconds) of each run, after one warm-up, executed round-robin."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for repeat in range(repeats + 1):
-        order = list(runs) if repeat % 2 == 0 else list(reversed(runs))
-        for name in order:
-            synchronize(device)
-            start = time.perf_counter()
-            runs[name]()
-            synchronize(device)
-            if repeat > 0:
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 # --------------------------------------------------------------------------------------------------- losses
@@ -268,7 +244,7 @@ def bench_losses(
             peers = {name: fn for name, fn in case.peers.items() if batch <= case.peer_max_batch.get(name, batch)}
             fns = {"ours": case.ours, **peers}
             runs = {name: forward_backward(fn, inputs) for name, fn in fns.items()}
-            seconds = median_times(runs, repeats, device)
+            seconds = common.median_times(runs, repeats, device, warmup=1)
             mib = {name: peak / MIB for name, peak in peak_memory_each(runs, device).items()}
             with torch.no_grad():
                 values = {name: float(fn(inputs)) for name, fn in fns.items()}
@@ -320,7 +296,7 @@ def bench_topk(
         q = F.normalize(torch.randn(queries, dim, generator=gen), dim=1).to(device)
         searches = search_runs(q, bank, k, chunk_size)
         with torch.no_grad():
-            seconds = median_times(searches, repeats, device)
+            seconds = common.median_times(searches, repeats, device, warmup=1)
             results = {name: search() for name, search in searches.items()}
             mib = {name: peak / MIB for name, peak in peak_memory_each(searches, device).items()}
         mib["FaissSearch (IndexFlatIP)"] += size * dim * 4 / MIB  # faiss's own copy of the bank
@@ -337,23 +313,25 @@ def bench_topk(
 
 
 def conditions(args: argparse.Namespace, device: torch.device, load_before: tuple[float, ...]) -> list[str]:
+    """The report's "Run conditions" section (``common.run_conditions``) with this benchmark's settings."""
     import faiss
     import pytorch_metric_learning
     import sentence_transformers
 
-    hardware = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU only, {os.cpu_count()} cores"
-    return [
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
-        f"- torch {torch.__version__}, torch.get_num_threads() = {torch.get_num_threads()} (faiss OpenMP threads "
+    versions = (
+        f"torch {torch.__version__}, torch.get_num_threads() = {torch.get_num_threads()} (faiss OpenMP threads "
         f"set to the same); sentence-transformers {sentence_transformers.__version__}, pytorch-metric-learning "
-        f"{pytorch_metric_learning.__version__}, faiss {faiss.__version__}",
-        f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
-        f"(the machine is shared; the implementations of a case run round-robin)",
-        f"- command: `{' '.join(['python', 'bench/objectives.py', *map(shlex.quote, args.argv)])}`",
-        f"- float32, width d = {args.dim}; time = median of {args.repeats} forward+backward runs after a warm-up; "
+        f"{pytorch_metric_learning.__version__}, faiss {faiss.__version__}"
+    )
+    measured = (
+        f"float32, width d = {args.dim}; time = median of {args.repeats} forward+backward runs after a warm-up; "
         f"peak = extra memory allocated during one forward+backward "
-        f"({'torch.cuda.max_memory_allocated' if device.type == 'cuda' else 'PyTorch profiler allocation events'})",
-    ]
+        f"({'torch.cuda.max_memory_allocated' if device.type == 'cuda' else 'PyTorch profiler allocation events'})"
+    )
+    return common.run_conditions(
+        SCRIPT, args.argv, str(device), load_before, versions, [measured],
+        load_note="(the machine is shared; the implementations of a case run round-robin)",
+    )
 
 
 def loss_table(rows: list[LossRow]) -> list[str]:
@@ -399,8 +377,6 @@ def render(
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     lines = [
         begin,
-        "### Run conditions",
-        "",
         *conditions(args, device, load_before),
         "",
         "### Losses: forward + backward (ours vs peers, same embeddings)",
@@ -420,30 +396,15 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str, suffix: str = "") -> None:
-    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
-
-
 # ------------------------------------------------------------------------------------------------------ CLI
-
-
-def int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 64,256; got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers like 64,256; got {text!r}")
-    return values
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch-sizes", type=int_list, default=[64, 256, 1024, 4096])
+    parser.add_argument("--batch-sizes", type=common.int_list(), default=[64, 256, 1024, 4096])
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per loss case (median reported)")
-    parser.add_argument("--bank-sizes", type=int_list, default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--bank-sizes", type=common.int_list(), default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--queries", type=int, default=64)
     parser.add_argument("--search-repeats", type=int, default=3)
@@ -482,9 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         args.bank_sizes, args.dim, args.k, args.queries, args.search_repeats, args.chunk_size, device
     )
     report = render(args, device, load_before, loss_rows, search_rows)
-    print(report)
-    if args.output is not None:
-        write_block(args.output, report, args.section_suffix)
+    common.publish_report(report, args, SCRIPT, SECTION)
     worst = max(row.abs_diff for row in loss_rows if row.abs_diff is not None)
     if worst > args.tolerance:
         print(f"loss values disagree with a peer: max abs diff {worst:.3e} > {args.tolerance}", file=sys.stderr)

@@ -87,29 +87,26 @@ import argparse
 import json
 import math
 import os
-import platform
-import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import common  # noqa: E402
 import markdown_block  # noqa: E402
+from common import MIB, REPO, reset_peak_rss, status_mib, synchronize  # noqa: E402
 from device_arg import device_name  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 SCRIPT = "reclaim_overhead.py"
 BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 HEADING = "## RECLAIM: overhead of active negative selection"
-MIB = 2**20
 SST2_ROWS = 67_349
 
 # name -> (method_args overrides; None: the baseline FineTuneMethod)
@@ -156,14 +153,6 @@ def features_path(args: argparse.Namespace, n_rows: int) -> Path:
     if args.model is not None:  # another model's features: a name of their own (the recipe's keeps the old one)
         name += "_" + "".join(c if c.isalnum() or c in "-." else "_" for c in args.model)
     return Path(args.cache_dir) / f"{name}.pt"
-
-
-def synchronize(device) -> None:
-    """Wait for the device's queued work before a clock or memory reading (no-op on the CPU)."""
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def to_device(batch: dict, device) -> dict:
@@ -245,21 +234,6 @@ def RandomRows(seed: int):  # noqa: N802 - a class factory, so that torch is imp
             return torch.zeros(queries.size(0), k), indices.to(queries.device)
 
     return _RandomRows()
-
-
-def reset_peak_rss() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def status_mib(field_name: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field_name + ":"):
-            return int(line.split()[1]) * 1024 / MIB
-    return float("nan")
 
 
 def recall_at_k(approximate, exact) -> float:
@@ -514,40 +488,38 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     cuda = torch.device(args.device).type == "cuda"
     if cuda:
-        hardware = f"{torch.cuda.get_device_name(torch.device(args.device))} ({args.device}), {os.cpu_count()} CPU cores"
         memory = (
-            "- peak = torch.cuda.max_memory_allocated during the timed steps (reset after the warm-up): weights, "
+            "peak = torch.cuda.max_memory_allocated during the timed steps (reset after the warm-up): weights, "
             "AdamW state, banks, batches and activations on the GPU; the kept IVF index lives in CPU memory and is "
             "not counted; + MiB = minus the baseline's in the same round"
         )
     else:
-        hardware = f"CPU only, {os.cpu_count()} cores"
         memory = (
-            "- peak = largest resident set during the timed steps (VmHWM after resetting it); + MiB = minus the "
+            "peak = largest resident set during the timed steps (VmHWM after resetting it); + MiB = minus the "
             "baseline's in the same round"
         )
     model = "all-MiniLM-L6-v2" if args.model is None else f"`{args.model}`"
-    lines = [
-        begin,
-        "### Run conditions",
-        "",
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
-        f"- torch {torch.__version__}, faiss {faiss.__version__}; torch and faiss threads = {args.threads} in the "
-        "timed steps",
-        f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
-        "(each row in its own process, rows round-robin, rotated each round)",
-        f"- command: `{' '.join(['python', 'bench/reclaim_overhead.py', *map(shlex.quote, args.argv)])}`",
-        f"- step = collate + forward + backward + clip + AdamW + after_step on {model}, SST-2 sentences, "
+    versions = (
+        f"torch {torch.__version__}, faiss {faiss.__version__}; torch and faiss threads = {args.threads} in the "
+        "timed steps"
+    )
+    details = [
+        f"step = collate + forward + backward + clip + AdamW + after_step on {model}, SST-2 sentences, "
         f"batch {args.batch_size}, max length {args.max_length}, K = {args.k}; median of {args.steps} steps after "
         f"{args.warmup} warm-up, {args.rounds} round(s); banks filled with real features (67,349 rows: every "
         f"SST-2 training sentence) or jittered copies of them (larger N, jitter {args.jitter:g} σ)",
         *([
-            f"- on {args.device}: model, banks and each batch (moved inside the timed step) on the GPU, float32; "
+            f"on {args.device}: model, banks and each batch (moved inside the timed step) on the GPU, float32; "
             "clocks read after torch.cuda.synchronize; top-K ivf with IVFSearch(on_cuda="
             + ('"index"): the faiss index kept on the CPU (faiss-cpu), queries and updated rows copied to it'
                if args.ivf_on_cuda == "index" else '"exact"): the exact search on the GPU, as top-K exact')
         ] if cuda else []),
         memory,
+    ]
+    lines = [
+        begin,
+        *common.run_conditions(SCRIPT, args.argv, args.device, load_before, versions, details,
+                               load_note="(each row in its own process, rows round-robin, rotated each round)"),
         "",
         "| bank rows | negatives | search | ms/step | time vs baseline | peak MiB | + MiB | recall@100 u / v "
         "| index build s | amortised build ms/step |",
@@ -612,22 +584,7 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str, suffix: str = "") -> None:
-    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_script_block(path, block, SCRIPT, HEADING, suffix)
-
-
 # ------------------------------------------------------------------------------------------------------ CLI
-
-
-def int_list(text: str) -> list[int]:
-    try:
-        values = [int(v.replace("_", "")) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 67349,1000000; got {text!r}") from None
-    if not values or min(values) < 2:
-        raise argparse.ArgumentTypeError(f"expected integers >= 2; got {text!r}")
-    return values
 
 
 def row_list(text: str) -> list[str]:
@@ -640,7 +597,7 @@ def row_list(text: str) -> list[str]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bank-sizes", type=int_list, default=[SST2_ROWS, 1_000_000])
+    parser.add_argument("--bank-sizes", type=common.int_list(minimum=2), default=[SST2_ROWS, 1_000_000])
     parser.add_argument("--rows", type=row_list, default=list(ROWS), help="comma-separated: " + ", ".join(ROWS).replace("%", "%%"))
     parser.add_argument("--steps", type=int, default=20, help="timed steps per child")
     parser.add_argument("--warmup", type=int, default=3)
@@ -676,8 +633,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.k, args.batch_size, args.max_length, args.recall_batches = 10, 8, 32, 2
         args.sentences = args.sentences or 300
     if args.data_root is None:
-        default = REPO_ROOT.parent / "shared" / "data"
-        args.data_root = Path(os.environ.get("CONTRASTEXT_DATA", default))
+        args.data_root = common.default_data_root()
     args.child_row, args.child_size = args.child, args.child_size
     args.argv = argv
     return args
@@ -697,9 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     features = encode_features(args) if any(ROWS[row] is not None for row in args.rows) else None
     cells = run_rounds(args, features)
     report = render(args, load_before, summarise(cells))
-    print(report)
-    if args.output is not None:
-        write_block(args.output, report, args.section_suffix)
+    common.publish_report(report, args, SCRIPT, HEADING)
     return 0
 
 

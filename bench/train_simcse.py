@@ -54,7 +54,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -63,13 +62,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import common  # noqa: E402
 import markdown_block  # noqa: E402
+from common import REPO  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = "train_simcse.py"
 BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix appends to them
 SECTION = "## Training: unsupervised SimCSE vs sentence-transformers"
@@ -81,10 +80,6 @@ LOSS_TOLERANCE = {"no": 1e-4, "bf16": 5e-2, "fp16": 5e-2}  # default --loss-tole
 
 
 # ------------------------------------------------------------------------------------------------- data
-
-
-def default_data_root() -> Path:
-    return Path(os.environ.get("CONTRASTEXT_DATA", REPO.parent / "shared" / "data"))
 
 
 def batch_texts(data_root: Path, steps: int, batch_size: int) -> list[list[str]]:
@@ -117,14 +112,9 @@ def padding_share(model_path: str, batches: list[list[str]], max_length: int) ->
 # ------------------------------------------------------------------------------------------------- arms
 
 
-def contrastext_command() -> list[str]:
-    script = Path(sys.executable).with_name("contrastext")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "contrastext"]
-
-
 def ours_command(args: argparse.Namespace, output: Path, unpad: bool) -> list[str]:
     return [
-        *contrastext_command(), "train", "simcse-unsup", "--data-root", str(args.data_root), "--output", str(output),
+        *common.contrastext_command(), "train", "simcse-unsup", "--data-root", str(args.data_root), "--output", str(output),
         "--set",
         f"train.max_steps={args.steps}", f"train.batch_size={args.batch_size}", f"data.max_length={args.max_length}",
         "eval.tasks=", "train.eval_every=null", "train.metric_for_best=null", "train.log_every=1",
@@ -254,9 +244,6 @@ def render(args, results: Results, load_before: tuple[float, ...], tokens: tuple
     goal = median_ratio(results, "whole", "ours")
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     cuda = torch.cuda.is_available()  # where the children trained (ours: Accelerate; ST: the same choice)
-    hardware = f"{torch.cuda.get_device_name(0)}, {os.cpu_count()} CPU cores" if cuda else (
-        f"CPU only, {os.cpu_count()} cores"
-    )
     precision = ""  # float32 on the CPU says nothing new (the blocks measured before said nothing either)
     if cuda or args.mixed_precision != "no":
         precision = (
@@ -264,21 +251,21 @@ def render(args, results: Results, load_before: tuple[float, ...], tokens: tuple
             else f"; precision: {args.mixed_precision} mixed (`train.mixed_precision={args.mixed_precision}`, ST "
             f"`{args.mixed_precision}=True`)"
         )
-    lines = [
-        begin,
-        "### Run conditions",
-        "",
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: {platform.machine()}, {hardware}",
-        f"- torch {torch.__version__} (threads in the children: {args.threads or 'default'}, "
+    versions = (
+        f"torch {torch.__version__} (threads in the children: {args.threads or 'default'}, "
         f"torch.get_num_threads() = {results.peer_threads}); transformers {transformers.__version__}; "
-        f"sentence-transformers {sentence_transformers.__version__}",
-        f"- 1-minute load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} (arms run "
-        "round-robin, the order reversed every round)",
-        f"- command: `{' '.join(['python', 'bench/train_simcse.py', *map(shlex.quote, args.argv)])}`",
-        f"- {args.steps} steps of batch {args.batch_size} (× 2 dropout views) at max length {args.max_length} on "
+        f"sentence-transformers {sentence_transformers.__version__}"
+    )
+    batches = (
+        f"{args.steps} steps of batch {args.batch_size} (× 2 dropout views) at max length {args.max_length} on "
         f"wiki1m, the same batches for every arm; {tokens[0]:.1f} real tokens per sentence against "
         f"{tokens[1]:.1f} per padded row ({100 * (1 - tokens[0] / tokens[1]):.0f} % padding); {rounds} round(s)"
-        f"{precision}" + (f"; model `{args.model}`" if args.model != DEFAULT_MODEL else ""),
+        f"{precision}" + (f"; model `{args.model}`" if args.model != DEFAULT_MODEL else "")
+    )
+    lines = [
+        begin,
+        *common.run_conditions(SCRIPT, args.argv, "cuda:0" if cuda else "cpu", load_before, versions, [batches],
+                               load_note="(arms run round-robin, the order reversed every round)"),
         "",
         "| arm | whole process s (median) | training steps s (median) | ST / arm, whole process "
         "(median of rounds) | ST / arm, steps (median of rounds) |",
@@ -309,11 +296,6 @@ def render(args, results: Results, load_before: tuple[float, ...], tokens: tuple
     return "\n".join(lines) + "\n"
 
 
-def write_block(path: Path, block: str, suffix: str = "") -> None:
-    """Replace this script's marked block of ``path`` (or append it under its section), keeping the rest."""
-    markdown_block.write_script_block(path, block, SCRIPT, SECTION, suffix)
-
-
 # --------------------------------------------------------------------------------------------------- main
 
 
@@ -327,7 +309,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--model", default=DEFAULT_MODEL,
         help="the model of every arm (default: the recipe's; another is passed to ours as --set model=...)",
     )
-    parser.add_argument("--data-root", type=Path, default=default_data_root())
+    parser.add_argument("--data-root", type=Path, default=common.default_data_root())
     parser.add_argument("--threads", type=int, default=None, help="OMP/MKL threads of the children (default: unset)")
     parser.add_argument(
         "--mixed-precision", choices=PRECISIONS, default="no",
@@ -401,9 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         for arm in ARMS:
             results.first_losses[arm], results.last_losses[arm] = curves[arm][0], curves[arm][-1]
     report = render(args, results, load_before, tokens)
-    print(report)
-    if args.output is not None:
-        write_block(args.output, report, args.section_suffix)
+    common.publish_report(report, args, SCRIPT, SECTION)
     if args.work_dir is None:
         shutil.rmtree(work, ignore_errors=True)
     worst = max(results.loss_diffs)
