@@ -41,13 +41,15 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
 from torch import Tensor
 
 from contrastext.errors import ConfigError
 from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
 from contrastext.models.pooling import mean_pool
 from contrastext.negatives.distributed import all_gather_rows
+from contrastext.negatives.search import SEARCHES
+from contrastext.training.config import registered
 
 
 class ReclaimArgs(ClassificationArgs):
@@ -76,9 +78,10 @@ class ReclaimArgs(ClassificationArgs):
     )
     negatives: Literal["topk", "in_batch", "random"] = Field(default="topk", description="ablation of ANS (§5.4)")
     random_fraction: float = Field(default=0.8, gt=0, le=1, description="share of the bank for negatives=random")
-    search: Literal["exact", "faiss", "ivf"] = Field(
-        default="exact", description="top-K search over the banks: exact (chunked matmul), faiss (IndexFlatIP "
-        "rebuilt per call) or ivf (approximate faiss IVF index kept across steps, only changed rows re-indexed)"
+    search: str = Field(
+        default="exact", description="top-K search over the banks, any registered search: exact (chunked matmul), "
+        "faiss (IndexFlatIP rebuilt per call) or ivf (approximate faiss IVF index kept across steps, only changed "
+        "rows re-indexed)"
     )
     search_nlist: int | None = Field(
         default=None, gt=0, description="search=ivf: inverted lists; None: 4·√N (1,038 at SST-2's 67,349 rows)"
@@ -96,6 +99,26 @@ class ReclaimArgs(ClassificationArgs):
         default=None, ge=0, description="seed of the labelled_fraction draw; None: the run's seed"
     )
 
+    @field_validator("search")
+    @classmethod
+    def _a_registered_search(cls, name: str) -> str:
+        return registered(name, SEARCHES)
+
+
+def search_arguments(args: ReclaimArgs) -> dict[str, int]:
+    """The constructor arguments of ``args.search`` given by ``search_nlist`` / ``search_nprobe`` (those set); a
+    ConfigError when the search does not take one (only ivf's index has inverted lists)."""
+    given = {"nlist": args.search_nlist, "nprobe": args.search_nprobe}
+    given = {name: value for name, value in given.items() if value is not None}
+    accepted = SEARCHES.accepted_arguments(args.search)
+    refused = [name for name in given if name not in accepted]
+    if refused:
+        raise ConfigError(
+            f"method_args.search_{' / search_'.join(refused)}: search {args.search!r} takes no {', '.join(refused)} "
+            f"(its arguments: {', '.join(accepted) or 'none'}); these apply to search: ivf"
+        )
+    return given
+
 
 class ReclaimMethod(ClassificationMethod):
     """Encoder + head + critic + two memory banks; parts ``task`` and ``ans``."""
@@ -111,10 +134,7 @@ class ReclaimMethod(ClassificationMethod):
                 f"method_args.k: {args.k} nearest negatives need more than {args.k} training examples, "
                 f"got {num_train}; lower method_args.k or train on more examples"
             )
-        if args.search != "ivf" and (args.search_nlist is not None or args.search_nprobe is not None):
-            raise ConfigError(
-                f"method_args.search_nlist / search_nprobe apply to search: ivf, not search: {args.search}"
-            )
+        search_options = search_arguments(args)
         self.ans = ANS(
             WassersteinCritic(width, width, hidden=args.critic_hidden),
             bank_size=num_train,
@@ -123,9 +143,7 @@ class ReclaimMethod(ClassificationMethod):
             k=args.k,
             momentum=args.momentum,
             search=args.search,
-            search_options=(
-                {"nlist": args.search_nlist, "nprobe": args.search_nprobe} if args.search == "ivf" else None
-            ),
+            search_options=search_options,
             mode=args.negatives,
             random_fraction=args.random_fraction,
             negative_reduction=args.negative_reduction,

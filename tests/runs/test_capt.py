@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from contrastext.data.examples import Example
+from contrastext.data.views import VIEWS, View
 from contrastext.errors import ConfigError
 from contrastext.methods.capt import CAPTMethod
 from contrastext.objectives.temperature import InvertedTriangleTemperature
@@ -242,3 +243,30 @@ def test_unknown_method_arg_is_named(tmp_path, minilm_path, data_root):
     config = tiny_config(tmp_path, minilm_path, "method_args.queue=5")
     with pytest.raises(ConfigError, match=r"method_args\.queue"):
         run_recipe(config, data_root=data_root)
+
+
+class ToyCopy(View):
+    """A view no recipe names: the tokens as they are; its arguments come from CAPT (vocab_size) and from
+    ``corruption_args`` (p)."""
+
+    name = "toy_copy"
+
+    def __init__(self, vocab_size: int, p: float = 0.0):
+        self.vocab_size, self.p = vocab_size, p
+
+    def apply(self, batch, generator):
+        return batch
+
+
+def test_the_corruption_is_any_registered_view(tmp_path, minilm_path, data_root):
+    """One class and one registry line: CAPT builds a view added at run time with the arguments its constructor
+    takes (issue 20); an unregistered name is refused with the registered ones listed."""
+    with VIEWS.registered("toy_copy", ToyCopy):
+        config = tiny_config(tmp_path, minilm_path, "method_args.corruption=toy_copy",
+                             "method_args.corruption_args.p=0.5")  # fmt: skip
+        method = build(config, args_of(config), data_root).method
+        assert isinstance(method.view, ToyCopy) and (method.view.vocab_size, method.view.p) == (30522, 0.5)
+        batch = method.collate([Example(("a short one",)), Example(("the cat sat on the mat",))])
+        assert "masked" in batch  # not a masking view: the MLM reads a separately masked copy
+    with pytest.raises(ConfigError, match=r"method_args\.corruption: .*unknown view 'toy_copy'; known views: delete"):
+        args_of(config)

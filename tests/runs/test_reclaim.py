@@ -11,12 +11,13 @@ import torch.nn.functional as F
 from contrastext.data.sampling import RandomBatchSampler
 from contrastext.data.tasks import load_task
 from contrastext.errors import ConfigError
-from contrastext.methods.reclaim import ReclaimArgs
+from contrastext.methods.reclaim import ReclaimArgs, search_arguments
 from contrastext.negatives.search import IVFSearch
 from contrastext.runs.data import load_classification_data
 from contrastext.runs.reclaim import build, labelled_subset
-from contrastext.runs.registry import get_run_spec
+from contrastext.runs.registry import get_recipe
 from contrastext.runs.stages import run_training
+from contrastext.training.config import validate_method_args
 from tests.objectives.naive_objectives import reclaim_ans
 from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 from tests.runs.test_own_data import write_reviews
@@ -32,7 +33,7 @@ FAST = [
 
 def config_and_args(tmp_path, model_path, *overrides: str):
     config = recipe_config("reclaim", tmp_path, model_path, *FAST, *overrides)
-    return config, config.method_args_as(get_run_spec("reclaim").args_model)
+    return config, config.method_args_as(get_recipe("reclaim").args_model)
 
 
 def test_recipe_defaults_are_the_papers(tmp_path):
@@ -242,3 +243,14 @@ def test_cuda_training_steps_update_the_banks_on_the_device(cuda_device, tmp_pat
             assert kept.updated_rows == 8  # step 2: the 8 rows written after step 1, updated in place
     else:
         assert ans.search_u.index is None if search == "ivf" else not ans.search_u.stateful
+
+
+def test_the_search_is_checked_against_the_registry_and_its_arguments():
+    """``search`` is any registered search (issue 20): an unknown name lists them; ``search_nlist`` /
+    ``search_nprobe`` go to a search that takes them (ivf) and are refused for one that does not."""
+    with pytest.raises(ConfigError, match=r"method_args\.search: .*unknown search 'annoy'; known searches: exact, "):
+        validate_method_args(ReclaimArgs, {"search": "annoy"}, "reclaim.yaml")
+    assert search_arguments(ReclaimArgs(search="ivf", search_nlist=8)) == {"nlist": 8}
+    assert search_arguments(ReclaimArgs(search="exact")) == {}
+    with pytest.raises(ConfigError, match=r"method_args\.search_nlist: search 'exact' takes no nlist"):
+        search_arguments(ReclaimArgs(search="exact", search_nlist=8))
