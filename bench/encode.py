@@ -12,13 +12,13 @@ all-MiniLM-L6-v2, batch ``--batch-size``, L2-normalised embeddings on both sides
 - **In process**: the encode call alone, both models loaded once and warmed up on 64 texts: our
   ``TextEncoder.encode`` (what ``contrastext encode`` calls: batches sorted by token length, the texts tokenised
   once, inference mode, the packed forward of ``contrastext/models/unpadded.py``), the same with
-  ``encoder.unpad = False`` (the padded forward), with ``--quantize int8`` (dynamic int8 linear layers), and
+  ``encoder.unpad = False`` (the padded forward), with ``--quantize-weights int8`` (dynamic int8 linear layers), and
   ``SentenceTransformer.encode(texts, batch_size, normalize_embeddings=True)``. "ours" packs a batch only when
   it holds at least ``unpad_min_padding`` (10 %) padding, which length-sorted batches rarely do; "always
   packed" packs every batch. ``--rounds`` rounds,
   round-robin, the order reversed every round; medians.
 - **Whole process**: ``contrastext encode --model M --input FILE --output OUT.npy --batch-size B --no-progress``
-  (also with ``--quantize int8``) against a Python process that imports sentence-transformers, loads the model,
+  (also with ``--quantize-weights int8``) against a Python process that imports sentence-transformers, loads the model,
   reads the file, encodes and saves the ``.npy`` (this script with ``--peer-child``), ``--process-rounds`` rounds
   round-robin; medians of the wall times.
 - **Same embeddings**: max abs difference between ours and ST's (in process and between the saved files).
@@ -116,13 +116,13 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
         "ours": ours_with(True, default_min_padding),
         "ours, always packed": ours_with(True, 0.0),
         "ours, padded": ours_with(False, default_min_padding),
-        "ours, --quantize int8": lambda: int8.encode(texts, batch_size=batch, normalize=True),
+        "ours, --quantize-weights int8": lambda: int8.encode(texts, batch_size=batch, normalize=True),
         "sentence-transformers": lambda: theirs.encode(
             texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         ),
     }
     if int8 is None:
-        del encoders["ours, --quantize int8"]
+        del encoders["ours, --quantize-weights int8"]
     warm = texts[:64]
     ours.encode(warm, batch_size=batch)
     if int8 is not None:
@@ -142,7 +142,7 @@ def in_process(args, texts: list[str], model_path: str) -> dict:
         "threads": torch.get_num_threads(),
     }
     if int8 is not None:
-        quantized = embeddings["ours, --quantize int8"]
+        quantized = embeddings["ours, --quantize-weights int8"]
         result["int8_diff"] = float(np.abs(quantized - embeddings["ours"]).max())
         result["int8_min_cos"] = float((quantized * embeddings["ours"]).sum(axis=1).min())
     if not args.no_quality:
@@ -255,8 +255,8 @@ def whole_processes(args, texts_file: Path, model_path: str, work: Path, env: di
         ]
     }
     if on_cpu(args.device):  # dynamic int8 quantisation runs on the CPU only
-        commands["contrastext encode --quantize int8"] = [
-            *common.contrastext_command(), *encode_args, "--output", str(outputs["int8"]), "--quantize", "int8"
+        commands["contrastext encode --quantize-weights int8"] = [
+            *common.contrastext_command(), *encode_args, "--output", str(outputs["int8"]), "--quantize-weights", "int8"
         ]
     commands["sentence-transformers script"] = [*child, "--peer-child", str(outputs["st"])]
 
@@ -375,12 +375,12 @@ def int8_line(args, inproc: dict) -> str:
     skipped, and said so, on a device other than the CPU or with --no-quality)."""
     spearman = inproc["spearman"]
     if inproc["int8_diff"] is None:
-        line = f"- `--quantize int8`: skipped on {args.device} (dynamic int8 quantisation runs on the CPU only)"
+        line = f"- `--quantize-weights int8`: skipped on {args.device} (dynamic int8 quantisation runs on the CPU only)"
         if spearman is None:
             return line + "; STS-B dev Spearman: skipped (--no-quality)."
         return line + f"; STS-B dev Spearman of the float model {spearman['float']:.2f}."
     line = (
-        f"- `--quantize int8`: max abs difference to the float embeddings {inproc['int8_diff']:.2f}, smallest cosine "
+        f"- `--quantize-weights int8`: max abs difference to the float embeddings {inproc['int8_diff']:.2f}, smallest cosine "
         f"{inproc['int8_min_cos']:.3f}"
     )
     if spearman is None:

@@ -3,6 +3,12 @@
 Example::
 
     contrastext encode --model runs/simcse/best --input texts.txt --output emb.npy --batch-size 128
+    contrastext encode --model runs/simcse/best --input texts.txt --output emb.npy --precision ubinary
+
+``--precision float32|int8|uint8|binary|ubinary`` stores the embeddings as sentence-transformers'
+``quantize_embeddings`` does (``contrastext/models/embedding_precision.py``; int8 / uint8 ranges from the
+embeddings themselves or ``--ranges``); ``--quantize-weights int8`` is another thing: int8 weights for a faster
+CPU forward (the old name ``--quantize`` is refused with a line naming the new one).
 
 Row i of the matrix is line i of the input: only ``\\n`` ends a line (a trailing ``\\r`` is dropped, a lone
 ``\\r`` inside a line stays in its text). The matrix is written to exactly the ``--output`` path given (in
@@ -29,6 +35,7 @@ import typer
 
 from contrastext.cli import app
 from contrastext.errors import (
+    ConfigError,
     ContrastextError,
     DataFormatError,
     EmptyDataError,
@@ -50,7 +57,7 @@ TRUST_REMOTE_CODE_HELP = (
 
 DEVICE_HELP = (
     "Where the model runs: cpu, cuda, cuda:N or mps. Default: the first CUDA GPU when there is one, else the "
-    "CPU (as SentenceTransformer chooses); --quantize int8 runs on the CPU."
+    "CPU (as SentenceTransformer chooses); --quantize-weights int8 runs on the CPU."
 )
 
 
@@ -60,7 +67,7 @@ class Quantize(StrEnum):
 
 
 QUANTIZE_HELP = (
-    "int8: dynamic int8 linear layers (torch.ao.quantization.quantize_dynamic; CPU only): faster, and the "
+    "The model's weights, not the output: int8: dynamic int8 linear layers (torch.ao.quantization.quantize_dynamic; CPU only): faster, and the "
     "embeddings change a little (BENCHMARKS.md reports the STS-B dev Spearman change); none: as trained."
 )
 
@@ -72,14 +79,18 @@ def quantize_encoder(encoder, quantize: str = "none"):
     if quantize == Quantize.none:
         return encoder
     if quantize != Quantize.int8:
-        raise ContrastextError(f"--quantize {quantize!r}: expected one of: {', '.join(q.value for q in Quantize)}")
+        raise ContrastextError(
+            f"--quantize-weights {quantize!r}: expected one of: {', '.join(q.value for q in Quantize)}"
+        )
     import torch
 
     if encoder.device.type != "cpu":
-        raise ContrastextError(f"--quantize int8 runs on CPU only; the model is on {encoder.device}")
+        raise ContrastextError(f"--quantize-weights int8 runs on CPU only; the model is on {encoder.device}")
     quantization = getattr(getattr(torch, "ao", None), "quantization", None)
     if quantization is None or not hasattr(quantization, "quantize_dynamic"):
-        raise ContrastextError(f"--quantize int8 needs torch.ao.quantization, which torch {torch.__version__} lacks")
+        raise ContrastextError(
+            f"--quantize-weights int8 needs torch.ao.quantization, which torch {torch.__version__} lacks"
+        )
     with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao on every call
         warnings.simplefilter("ignore")
         qconfig = quantization.per_channel_dynamic_qconfig  # per output channel: cos 0.98 against 0.93 per tensor
@@ -249,6 +260,30 @@ def write_file_atomically(path: Path, write, option: str) -> None:
         raise ContrastextError(f"{option} {path}: cannot write the file ({error.strerror or error})") from None
 
 
+PRECISION_HELP = (
+    "How the embeddings are stored, as sentence-transformers' quantize_embeddings: float32, int8 / uint8 (255 steps "
+    "per dimension between its min and max), binary / ubinary (one bit per dimension, x > 0, 8 to a byte)."
+)
+RANGES_HELP = "int8 / uint8: a (2, dim) .npy of each dimension's min and max (default: those of the encoded texts)."
+
+
+def with_precision(embeddings: np.ndarray, precision: str, ranges: Path | None) -> np.ndarray:
+    """``embeddings`` at ``--precision`` (``--ranges``: a .npy of shape (2, dim), int8 / uint8 only)."""
+    from contrastext.models.embedding_precision import quantize_embeddings
+
+    if ranges is not None and not precision.endswith("int8"):
+        raise ConfigError(f"--ranges is for --precision int8 or uint8, not {precision}")
+    bounds = None
+    if ranges is not None:
+        from contrastext.data.readers.lines import check_regular_file
+
+        try:
+            bounds = np.load(check_regular_file(ranges, "--ranges file"), allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise DataFormatError(ranges, None, f"not a .npy matrix ({error})") from None
+    return quantize_embeddings(embeddings, precision, bounds)
+
+
 def check_finite(embeddings: np.ndarray, texts: list[str], source: str) -> None:
     """NonFiniteError naming the first bad row (line) when any embedding holds NaN or infinity."""
     bad_rows = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
@@ -294,15 +329,29 @@ def encode_command(
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar on stderr while encoding.")
     ] = True,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help=TRUST_REMOTE_CODE_HELP)] = False,
-    quantize: Annotated[Quantize, typer.Option("--quantize", help=QUANTIZE_HELP)] = Quantize.none,
+    quantize: Annotated[Quantize, typer.Option("--quantize-weights", help=QUANTIZE_HELP)] = Quantize.none,
     device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
+    precision: Annotated[str, typer.Option("--precision", help=PRECISION_HELP)] = "float32",
+    ranges: Annotated[Path | None, typer.Option("--ranges", help=RANGES_HELP)] = None,
+    old_quantize: Annotated[str | None, typer.Option("--quantize", hidden=True)] = None,
 ) -> None:
     """Embed every line of --input with --model and save the matrix to --output (.npy, row i = line i)."""
+    from contrastext.models.embedding_precision import PRECISIONS
+
+    if old_quantize is not None:
+        raise ConfigError(
+            f"--quantize {old_quantize} is now --quantize-weights {old_quantize} (int8 weights); to store the "
+            "embeddings themselves as int8 or bits, use --precision"
+        )
+    if precision not in PRECISIONS:
+        raise ConfigError(f"--precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
+    if ranges is not None and not precision.endswith("int8"):
+        raise ConfigError(f"--ranges is for --precision int8 or uint8, not {precision}")
     check_output_file(output, "--output")
     check_apart(output, "--output", [("--input", input), ("--model", model)])  # never over an input
     chosen = resolve_device(device, quantize)
     if quantize != Quantize.none and chosen.type != "cpu":
-        raise ContrastextError(f"--quantize {quantize.value} runs on the CPU only; drop --device {device}")
+        raise ContrastextError(f"--quantize-weights {quantize.value} runs on the CPU only; drop --device {device}")
     texts = read_texts(input)
     encoder = load_model(model, trust_remote_code=trust_remote_code, device=chosen)
     encoder = quantize_encoder(encoder, quantize)
@@ -311,5 +360,6 @@ def encode_command(
     )
     embeddings = np.asarray(embeddings, dtype=np.float32)
     check_finite(embeddings, texts, str(input))
+    embeddings = with_precision(embeddings, precision, ranges)
     write_file_atomically(output, lambda handle: np.save(handle, embeddings), "--output")
     typer.echo(f"wrote {output} ({len(texts)} x {embeddings.shape[1]})", err=True)

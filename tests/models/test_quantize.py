@@ -1,10 +1,10 @@
-"""``--quantize int8``: dynamic int8 linear layers for encoding.
+"""``--quantize-weights int8``: dynamic int8 linear layers for encoding.
 
 - ``quantize_encoder(encoder, "int8")`` returns a copy whose ``nn.Linear`` layers are dynamic int8 ones (the
   float encoder is left as it was); its embeddings stay close to the float ones (cosine ≥ 0.85 on every text,
   ≥ 0.95 on average) and it still runs through the packed forward, whose projections it calls module by module;
   ``"none"`` returns the encoder itself.
-- ``contrastext encode --quantize int8`` writes the quantised embeddings (unit rows, close to the float ones); an
+- ``contrastext encode --quantize-weights int8`` writes the quantised embeddings (unit rows, close to the float ones); an
   unknown value is a one-line usage error.
 """
 
@@ -56,7 +56,7 @@ def test_int8_runs_through_the_packed_forward(minilm, texts, monkeypatch):
 
 def test_none_returns_the_encoder_and_an_unknown_mode_is_refused(minilm):
     assert quantize_encoder(minilm, "none") is minilm
-    with pytest.raises(ContrastextError, match="--quantize 'int4'"):
+    with pytest.raises(ContrastextError, match="--quantize-weights 'int4'"):
         quantize_encoder(minilm, "int4")
 
 
@@ -67,7 +67,7 @@ def test_encode_command_with_quantize_int8(minilm_path, tmp_path, capsys):
     for mode in ("none", "int8"):
         out = tmp_path / f"{mode}.npy"
         argv = ["encode", "--model", minilm_path, "--input", str(texts), "--output", str(out), "--no-progress",
-                "--quantize", mode]
+                "--quantize-weights", mode]
         code, _, stderr = run(argv, capsys)
         assert code == 0, stderr
         outputs[mode] = np.load(out)
@@ -80,7 +80,7 @@ def test_encode_command_with_quantize_int8(minilm_path, tmp_path, capsys):
 def test_encode_command_refuses_an_unknown_quantization(minilm_path, tmp_path, capsys):
     texts = tmp_path / "texts.txt"
     texts.write_text("one\n", encoding="utf-8")
-    argv = ["encode", "-m", minilm_path, "-i", str(texts), "-o", str(tmp_path / "e.npy"), "--quantize", "int4"]
+    argv = ["encode", "-m", minilm_path, "-i", str(texts), "-o", str(tmp_path / "e.npy"), "--quantize-weights", "int4"]
     code, _, stderr = run(argv, capsys)
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "--quantize" in lines[0], stderr
@@ -93,7 +93,7 @@ def test_encode_command_refuses_int8_off_the_cpu(tiny_bert_path, tmp_path, capsy
     texts = tmp_path / "texts.txt"
     texts.write_text("One text.\n", encoding="utf-8")
     device = "cuda" if torch.cuda.is_available() else "meta"
-    argv = ["encode", "-m", tiny_bert_path, "-i", str(texts), "-o", str(tmp_path / "e.npy"), "--quantize", "int8",
+    argv = ["encode", "-m", tiny_bert_path, "-i", str(texts), "-o", str(tmp_path / "e.npy"), "--quantize-weights", "int8",
             "--device", device, "--no-progress"]
     code, _, stderr = run(argv, capsys)
     lines = [line for line in stderr.splitlines() if line.strip()]
