@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from contrastext.data.examples import Example
 from contrastext.runtime.processes import is_main_process, rank_and_world_size
@@ -31,6 +31,8 @@ from contrastext.training.method import Method
 METRICS_FILE = "metrics.json"
 CLASSIFIER_DIR = "classifier"  # <output_dir>/classifier: the best weights as a Hugging Face classifier
 CLASSIFIERS_DIR = "classifiers"  # <output_dir>/classifiers/<task>: a multi-task method's exportable heads
+CARD_DATA_KEYS = ("task", "tasks", "path", "dataset", "columns", "split", "limit", "few_shot", "max_length")
+"""The ``data`` keys a model card lists (those set), besides ``label_noise`` when it is not 0."""
 
 logger = logging.getLogger("contrastext.runs")
 
@@ -109,14 +111,15 @@ def stage_length(config: TrainConfig, own: dict[str, Any], *own_keys: str) -> di
     return run
 
 
-def stage_limit(config: TrainConfig, own_key: str, own_value: int | None, run_key: str) -> int | None:
+def stage_limit(
+    config: TrainConfig, own_key: str, own_value: int | None, run_key: Literal["data.limit", "eval.limit"]
+) -> int | None:
     """A stage's row limit: ``own_value`` (``method_args.<own_key>``), unless ``run_key`` (``data.limit`` or
     ``eval.limit``) came from ``--set`` and ``method_args.<own_key>`` did not: then the run's value."""
     given = config.overridden_keys
     if f"method_args.{own_key}" in given or run_key not in given:
         return own_value
-    section, _, name = run_key.partition(".")
-    return getattr(getattr(config, section), name)
+    return config.data.limit if run_key == "data.limit" else config.eval.limit
 
 
 def seeded_build(build: Callable[..., MethodBundle], config: TrainConfig, args, data_root: Path | None) -> MethodBundle:
@@ -157,7 +160,8 @@ def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool | str |
     when no checkpoint was ever best), ``report`` the bundle's ``final_report`` on them. After the run the
     method holds the best weights.
 
-    Exports (:func:`export_outputs`, main process): a method with ``export_classifier`` (SCL, RECLAIM, CAPT's
+    Exports (:func:`export_outputs`, main process), as the method's ``classifier_export`` says
+    (:class:`~contrastext.training.method.Method`): a method with ``export_classifier`` (SCL, RECLAIM, CAPT's
     fine-tuning) writes those weights as a Hugging Face classifier in ``<output_dir>/classifier``
     (``classifier_dir`` in the summary; ``classifier_error`` says why when its pooling has no exact export), a
     multi-task method its exportable heads in ``classifiers/<task>`` (``classifier_dirs``,
@@ -210,12 +214,13 @@ def card_details(config: TrainConfig, summary: dict, method: Method | None = Non
     the recipe, the training data and settings, and the final metrics of the weights (best ones, plus the test
     metrics of a report that has them)."""
     data: dict[str, Any] = {}
-    for key in ("task", "tasks", "path", "dataset", "columns", "split", "limit", "few_shot", "max_length"):
-        value = getattr(config.data, key, None)
+    section = config.data.model_dump()  # the data keys a card shows, as far as the data section has them
+    for key in CARD_DATA_KEYS:
+        value = section.get(key)
         if value not in (None, [], {}, ""):
             data[key] = value if not isinstance(value, dict) else json.dumps(value, sort_keys=True)
-    if getattr(config.data, "label_noise", 0.0):
-        data["label_noise"] = config.data.label_noise
+    if section.get("label_noise"):
+        data["label_noise"] = section["label_noise"]
     report = summary.get("report") or {}
     data.update({key: value for key, value in report.items() if isinstance(value, int | float | str) and key not in data})
     metrics = {**summary.get("metrics", {}), **(report.get("test_metrics") or {})}
@@ -229,7 +234,7 @@ def card_details(config: TrainConfig, summary: dict, method: Method | None = Non
         "steps trained": summary.get("last_step"),
         "world size": summary.get("world_size"),  # processes that trained (torchrun / accelerate launch)
     }
-    if method is not None and getattr(method, "loss_weights", None):
+    if method is not None and method.loss_weights:
         training["loss weights"] = json.dumps(dict(method.loss_weights), sort_keys=True)
     training.update({f"method_args.{key}": value for key, value in sorted(config.method_args.items())
                      if not isinstance(value, dict | list) or len(str(value)) < 80})
@@ -252,13 +257,14 @@ def card_details(config: TrainConfig, summary: dict, method: Method | None = Non
 def export_outputs(config: TrainConfig, method: Method, summary: dict, last_metrics: dict | None = None) -> dict:
     """The classifier export(s) of a finished stage and the rewritten model cards; the summary keys they add."""
     from contrastext.errors import ConfigError
+    from contrastext.models.encoder import TextEncoder
     from contrastext.models.model_card import encoder_card, encoder_facts, write_card
     from contrastext.training.checkpoint import write_folder_atomically
 
     details = card_details(config, summary, method)
     added: dict[str, Any] = {}
     output_dir = Path(config.output_dir)
-    if callable(getattr(method, "export_classifier", None)):
+    if method.classifier_export == "one":
         try:
             folder = write_folder_atomically(
                 output_dir / CLASSIFIER_DIR, lambda temporary: method.export_classifier(temporary, card=details)
@@ -268,7 +274,7 @@ def export_outputs(config: TrainConfig, method: Method, summary: dict, last_metr
             shutil.rmtree(output_dir / CLASSIFIER_DIR, ignore_errors=True)  # never an older run's export in its place
             logger.warning("no Hugging Face classifier exported: %s", error)
             added.update(classifier_dir=None, classifier_error=str(error))
-    elif callable(getattr(method, "export_classifiers", None)):
+    elif method.classifier_export == "per_task":
         exported: dict[str, Any] = {}
 
         def write(temporary: Path) -> None:
@@ -282,9 +288,8 @@ def export_outputs(config: TrainConfig, method: Method, summary: dict, last_metr
         added["classifiers_not_exported"] = dict(exported["skipped"])
         for name, why in exported["skipped"].items():
             logger.warning("no Hugging Face classifier exported for task %s: %s", name, why)
-    encoder = getattr(method, "encoder", None)
-    if encoder is not None and hasattr(encoder, "pooling"):
-        facts = encoder_facts(encoder)
+    if isinstance(method.encoder, TextEncoder):  # a sentence-transformers folder with a README.md model card
+        facts = encoder_facts(method.encoder)
         best, final = summary.get("best_model_dir"), summary.get("final_model_dir")
         if best and Path(best).is_dir():
             write_card(best, encoder_card(facts, details))

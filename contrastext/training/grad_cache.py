@@ -181,7 +181,7 @@ def check_chunk(method: Method, cache_chunk: int | None, where: str | None = Non
     where = f"{where}: " if where else ""
     if cache_chunk < 1:
         raise ConfigError(f"{where}train.cache_chunk must be a positive number of examples, got {cache_chunk}")
-    if not getattr(method, "supports_cached_gradients", False):
+    if not method.supports_cached_gradients:
         raise ConfigError(
             f"{where}train.cache_chunk={cache_chunk}: {type(method).__name__} has no cached-gradient path (it needs "
             f"a loss computed from per-example embeddings: Method.supports_cached_gradients; the SimCSE method of "

@@ -11,8 +11,19 @@ or registered buffers, so ``state_dict()`` holds all its training state). The tr
 - ``on_train_start(total_steps)``: called once before the first step (and on resume) with the number of
   optimiser steps of the run, so schedules such as CAPT's temperature learn T from the trainer;
 - ``after_step()``: momentum encoders, memory banks and queues update here, after each optimiser step;
-- ``encoder``: the module that is evaluated and exported (it has ``save(path)``: a
-  :class:`~contrastext.models.encoder.TextEncoder` or anything with the same ``save``).
+- ``encoder``: the module that is evaluated and exported, a :class:`MethodEncoder` (a
+  :class:`~contrastext.models.encoder.TextEncoder`, or anything with the same ``save``, ``unpad`` and ``backbone``).
+
+What a method MAY provide is declared here too, each with a default, so neither the trainer nor the stages of
+:mod:`contrastext.runs` ever ask a method what it has:
+
+- ``enable_gradient_checkpointing()`` (``train.gradient_checkpointing``): default, Hugging Face's gradient
+  checkpointing on ``encoder.backbone`` (a ConfigError when that model has none);
+- ``export_classifier(folder, card=None)``: a fine-tuned classifier written as one Hugging Face sequence-classification
+  folder (after training the stage writes ``<output_dir>/classifier``), or ``export_classifiers(folder, card=None) ->
+  (exported {task: folder}, not exported {task: why})`` for one folder per task (``classifiers/<task>``). Default:
+  neither; :attr:`Method.classifier_export` says which one a method implements (``"one"``, ``"per_task"`` or None);
+- cached gradients, below.
 
 Optional, for cached-gradient training (``train.cache_chunk``, :mod:`contrastext.training.grad_cache`): a method
 whose loss is a function of per-example embeddings sets ``supports_cached_gradients = True`` and splits its
@@ -49,18 +60,33 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import ClassVar, Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from contrastext.data.examples import Example
+from contrastext.errors import ConfigError
 from contrastext.objectives.base import Objective
 
+ClassifierExport = Literal["one", "per_task"]
 
-class SavableEncoder(Protocol):
-    """What the trainer needs of a method's encoder: it can be written to a folder."""
+
+class MethodEncoder(Protocol):
+    """What the trainer needs of a method's encoder (an ``nn.Module``; a
+    :class:`~contrastext.models.encoder.TextEncoder` has it all).
+
+    - ``save(path)``: written to a folder (checkpoints' ``best/encoder``, ``final/encoder``);
+    - ``unpad``: the switch of a packed forward over the real tokens only (``train.unpad`` sets it); an encoder
+      without one just keeps the value;
+    - ``backbone``: the Hugging Face model inside, whose gradient checkpointing
+      :meth:`Method.enable_gradient_checkpointing` turns on.
+    """
+
+    unpad: bool
+    backbone: nn.Module
 
     def save(self, path) -> None: ...
 
@@ -68,7 +94,7 @@ class SavableEncoder(Protocol):
 class Method(nn.Module, ABC):
     """Base class of every training method (see the module docstring for the contract)."""
 
-    encoder: SavableEncoder
+    encoder: MethodEncoder
     #: True when :meth:`split_batch`, :meth:`embed` and :meth:`loss_from_embeddings` are implemented, so the
     #: trainer may run a cached-gradient step (``train.cache_chunk``); False: such a config is refused.
     supports_cached_gradients: ClassVar[bool] = False
@@ -147,9 +173,52 @@ class Method(nn.Module, ABC):
         """The device of the method's parameters."""
         return next(self.parameters()).device
 
-    def total(self, parts: Mapping[str, Tensor]) -> Tensor:
-        """The weighted total of this method's loss parts."""
-        return total_loss(parts, self.loss_weights)
+    def enable_gradient_checkpointing(self) -> None:
+        """``train.gradient_checkpointing``: recompute activations in the backward pass instead of keeping them.
+
+        Default: Hugging Face's gradient checkpointing on ``encoder.backbone``
+        (:func:`enable_backbone_checkpointing`); a ConfigError naming ``train.gradient_checkpointing`` when that
+        model has none. A method with more to checkpoint overrides this."""
+        enable_backbone_checkpointing(self.encoder.backbone)
+
+    def export_classifier(self, folder: str | Path, card: dict | None = None) -> Path:
+        """Write the fine-tuned classifier (encoder + head) as a Hugging Face sequence-classification ``folder``;
+        returns it. ConfigError, nothing written, when it has no exact Hugging Face equivalent. Only for a method
+        whose :attr:`classifier_export` is ``"one"`` (it overrides this)."""
+        raise NotImplementedError(f"{type(self).__name__} has no classifier to export")
+
+    def export_classifiers(self, folder: str | Path, card: dict | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+        """One Hugging Face sequence-classification folder per task, ``folder/<task>``; returns ``(exported {task:
+        folder}, not exported {task: why})``. Only for a method whose :attr:`classifier_export` is ``"per_task"``
+        (it overrides this)."""
+        raise NotImplementedError(f"{type(self).__name__} has no classifiers to export")
+
+    @property
+    def classifier_export(self) -> ClassifierExport | None:
+        """What the stage exports after training: ``"one"`` for a method that implements :meth:`export_classifier`,
+        ``"per_task"`` for one that implements :meth:`export_classifiers`, None (no classifier) for the others."""
+        if type(self).export_classifier is not Method.export_classifier:
+            return "one"
+        if type(self).export_classifiers is not Method.export_classifiers:
+            return "per_task"
+        return None
+
+
+def enable_backbone_checkpointing(backbone: nn.Module) -> None:
+    """Hugging Face's gradient checkpointing on ``backbone``, non-reentrant as Hugging Face's Trainer now defaults; a
+    ConfigError naming ``train.gradient_checkpointing`` when ``backbone`` is not a transformers model that supports
+    it."""
+    from transformers import PreTrainedModel
+
+    if not (isinstance(backbone, PreTrainedModel) and backbone.supports_gradient_checkpointing):
+        raise ConfigError(
+            f"train.gradient_checkpointing: {type(backbone).__name__} does not support gradient checkpointing; "
+            "leave it false for this model"
+        )
+    if hasattr(PreTrainedModel, "activation_checkpointing_enable"):  # transformers >= 5.x's name
+        backbone.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 def trainer_checks_nonfinite(module: nn.Module) -> None:

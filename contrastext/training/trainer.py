@@ -180,38 +180,20 @@ def check_output_dir_is_free(config: TrainConfig) -> None:
 def apply_speed_settings(method: Method, unpad: bool, compile: bool, gradient_checkpointing: bool = False) -> None:
     """``train.unpad``, ``train.compile`` and ``train.gradient_checkpointing`` applied to the method's encoder.
 
-    ``unpad`` sets the encoder's ``unpad`` switch (a ``TextEncoder``'s packed forward; an encoder without the
-    switch is left as it is); ``compile`` compiles the encoder in place (``nn.Module.compile``: attributes,
-    ``state_dict`` and ``save`` unchanged) with dynamic shapes, since every batch has its own length;
-    ``gradient_checkpointing`` turns on the backbone's (:func:`enable_gradient_checkpointing`) before that.
+    ``unpad`` sets the encoder's ``unpad`` switch (``MethodEncoder.unpad``: a ``TextEncoder``'s packed forward);
+    ``compile`` compiles the encoder in place (``nn.Module.compile``: attributes, ``state_dict`` and ``save``
+    unchanged) with dynamic shapes, since every batch has its own length; ``gradient_checkpointing`` calls the
+    method's :meth:`~contrastext.training.method.Method.enable_gradient_checkpointing` before that.
     """
     encoder = method.encoder
-    if hasattr(encoder, "unpad"):
-        encoder.unpad = unpad
+    encoder.unpad = unpad
     if gradient_checkpointing:
-        enable_gradient_checkpointing(encoder)
-        if unpad and hasattr(encoder, "unpad"):
+        method.enable_gradient_checkpointing()
+        if unpad:
             logger.info("train.gradient_checkpointing: the encoder takes the padded forward (train.unpad does "
                         "not apply with gradient checkpointing)")
     if compile:
         encoder.compile(dynamic=True)
-
-
-def enable_gradient_checkpointing(encoder: torch.nn.Module) -> None:
-    """Hugging Face's gradient checkpointing on the encoder's ``backbone`` (or on the encoder itself when it is a
-    transformers model), non-reentrant as Hugging Face's Trainer now defaults; a ConfigError naming
-    ``train.gradient_checkpointing`` when the model has none."""
-    backbone = getattr(encoder, "backbone", encoder)
-    if not getattr(backbone, "supports_gradient_checkpointing", False):
-        raise ConfigError(
-            f"train.gradient_checkpointing: {type(backbone).__name__} does not support gradient checkpointing; "
-            "leave it false for this model"
-        )
-    enable = getattr(backbone, "activation_checkpointing_enable", None)  # transformers >= 5.x's name
-    if enable is not None:
-        enable(activation_checkpointing_kwargs={"use_reentrant": False})
-    else:
-        backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 def check_resume_matches(config: TrainConfig) -> None:

@@ -22,6 +22,7 @@ from contrastext.models.encoder import TextEncoder
 from contrastext.runs.data import load_multitask_data
 from contrastext.runs.multitask import batch_sampler, build, prestep_examples, schedule_description
 from contrastext.runs.registry import run_recipe
+from contrastext.training.method import total_loss
 from tests.runs.recipe_runs import RECIPES, read_log, recipe_config, train_overrides
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
@@ -223,7 +224,7 @@ def test_pcgrad_steps_use_every_task_and_average_the_projected_gradients(tmp_pat
     parts = method(batch)
     assert set(parts) == {*TASKS, "pcgrad"} and float(parts["pcgrad"].detach()) == 0.0
     assert all(not parts[name].requires_grad for name in TASKS)
-    method.total(parts).backward()
+    total_loss(parts, method.loss_weights).backward()
     weight = method.encoder.backbone.embeddings.word_embeddings.weight
     head = method.heads["minbert-sst"].linear.weight
     applied, applied_head = weight.grad.clone(), head.grad.clone()

@@ -47,6 +47,7 @@ from contrastext.training.grad_cache import (
     split_view_major,
     trim_padding,
 )
+from contrastext.training.method import total_loss
 from contrastext.training.trainer import Trainer
 from tests.devices import on_device, rng_state
 from tests.training._tiny_training import WORDS, build, make_config
@@ -120,7 +121,7 @@ def assert_same_gradients(actual: dict, expected: dict, tolerance: float = TOLER
 
 def plain_gradients(method: SimCSE, batch: dict, seed: int = 1) -> dict[str, torch.Tensor]:
     torch.manual_seed(seed)
-    method.total(method(batch)).backward()
+    total_loss(method(batch), method.loss_weights).backward()
     return gradients(method)
 
 
@@ -135,7 +136,7 @@ def chunkwise_gradients(method: SimCSE, batch: dict, chunk: int, seed: int = 1) 
     torch.manual_seed(seed)
     embedded = [method.embed(part) for part in method.split_batch(batch, chunk)]
     views = [torch.cat([chunk_views[v] for chunk_views in embedded]) for v in range(len(embedded[0]))]
-    method.total(method.loss_from_embeddings(views, batch)).backward()
+    total_loss(method.loss_from_embeddings(views, batch), method.loss_weights).backward()
     return gradients(method)
 
 

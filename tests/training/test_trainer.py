@@ -229,16 +229,26 @@ def test_every_evaluation_prints_one_line_and_the_world_size_is_said_and_recorde
 def _tiny_bert_gradients(tiny_bert_path, checkpointing: bool):
     """One backward pass of the tiny BERT TextEncoder (dropout off, train mode) with train.unpad on, and
     train.gradient_checkpointing as given; returns (gradients by name, the encoder)."""
-    from types import SimpleNamespace
-
     from contrastext.models.encoder import TextEncoder
+    from contrastext.training.method import Method
     from contrastext.training.trainer import apply_speed_settings
+
+    class EncoderOnly(Method):  # the Method contract around the encoder alone
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+
+        def collate(self, examples):
+            raise NotImplementedError
+
+        def forward(self, batch):
+            raise NotImplementedError
 
     encoder = TextEncoder.from_pretrained(tiny_bert_path)
     for module in encoder.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
-    apply_speed_settings(SimpleNamespace(encoder=encoder), unpad=True, compile=False,
+    apply_speed_settings(EncoderOnly(encoder), unpad=True, compile=False,
                          gradient_checkpointing=checkpointing)
     encoder.train()
     texts = ["a cat sleeps", "the green house by the slow river runs over", "dog", "small blue dogs run quickly"]
