@@ -129,7 +129,7 @@ def search_top_k(
     best_ranks = torch.empty(queries.size(0), 0, dtype=torch.long)
     for start in range(0, n_corpus, corpus_chunk_size):
         stop = min(start + corpus_chunk_size, n_corpus)
-        chunk = torch.as_tensor(np.asarray(corpus[start:stop])) if not isinstance(corpus, Tensor) else corpus[start:stop]
+        chunk = corpus[start:stop] if isinstance(corpus, Tensor) else torch.from_numpy(np.array(corpus[start:stop]))
         chunk = chunk.float()
         chunk_ranks = ranks[start:stop]
         top = min(k, stop - start)
@@ -199,7 +199,7 @@ def information_retrieval_metrics(
 
     Queries without a relevant document are left out, as ST leaves them out; ``EmptyDataError`` when none is
     left. Returns ``{"cosine_accuracy@1": ..., "dot_map@100": ...}`` (fractions) plus nothing else."""
-    queries = torch.as_tensor(np.asarray(query_embeddings)) if not isinstance(query_embeddings, Tensor) else query_embeddings
+    queries = query_embeddings if isinstance(query_embeddings, Tensor) else torch.from_numpy(np.array(query_embeddings))
     if queries.dim() != 2 or queries.size(0) != len(query_ids):
         raise ValueError(f"expected {len(query_ids)} query embeddings (Q, d), got shape {tuple(queries.shape)}")
     if len(corpus_embeddings) != len(corpus_ids):

@@ -1,12 +1,16 @@
-"""The recipe registry: a recipe's ``method:`` name -> the run that builds (and optionally runs) it.
+"""The recipe registry: a recipe's name (``method:`` in its YAML) -> the :class:`RunSpec` that builds (and
+optionally runs) it.
 
-Every registry of the library has this shape (a dict of names, ``get_x(name)``, ``x_names()``): tasks
-(:mod:`contrastext.data.tasks`), views (:mod:`contrastext.data.views`), searches
-(:mod:`contrastext.negatives.search`), objectives (:mod:`contrastext.objectives.registry`) and these runs.
+``RECIPES`` is a :class:`~contrastext.runtime.registry.Registry`, the one shape of every registry of the library:
+tasks (``TASKS``, :mod:`contrastext.data.tasks`), views (``VIEWS``, :mod:`contrastext.data.views`), searches
+(``SEARCHES``, :mod:`contrastext.negatives.search`), objectives (``OBJECTIVES``,
+:mod:`contrastext.objectives.registry`) and these recipes. Each answers ``names()``, ``name in``, ``get(name)``
+(UnknownNameError ``unknown recipe 'x'; known recipes: ...``), ``check(name, key)`` (a ConfigError naming the
+config key) and ``register(name, entry)``; the ones that build parts also ``make(name, **kwargs)``.
 
-A run module (``contrastext/runs/<name>.py``) exposes ``SPEC`` (one :class:`RunSpec`) or ``SPECS`` (a
-list). Modules are imported lazily, when their name is asked for, so a broken or slow method never costs the
-others anything.
+Each recipe's entry is a lazy ``"contrastext.runs.<family>:<attribute>"`` naming the RunSpec its family's module
+(``contrastext/runs/<family>.py``) defines: the module is imported when one of its recipes is asked for, so a
+broken or slow recipe never costs the others anything. A RunSpec holds:
 
 - ``build(config, args, data_root) -> MethodBundle``: the method, its training examples, an evaluator and an
   optional final report (:mod:`contrastext.runs.stages`);
@@ -27,35 +31,23 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from contrastext.errors import ConfigError, ContrastextError, UnknownNameError
+from contrastext.errors import ConfigError, ContrastextError
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
 from contrastext.runtime.lock import run_lock
 from contrastext.runtime.paths import check_apart, check_writable_space, weights_bytes
 from contrastext.runtime.processes import is_main_process
+from contrastext.runtime.registry import Registry
 from contrastext.training.config import TrainConfig
 from contrastext.training.resume_check import RESUME_FROM, check_resume_from
 from contrastext.training.trainer import check_output_dir_is_free, check_resume_matches
-
-# Recipe method name -> dotted path of the module that defines its RunSpec.
-RUN_MODULES: dict[str, str] = {
-    "simcse-unsup": "contrastext.runs.simcse",
-    "simcse-sup": "contrastext.runs.simcse",
-    "gd": "contrastext.runs.gd",
-    "mnrl": "contrastext.runs.mnrl",
-    "scl": "contrastext.runs.scl",
-    "reclaim": "contrastext.runs.reclaim",
-    "capt": "contrastext.runs.capt",
-    "multitask": "contrastext.runs.multitask",
-}
 
 
 @dataclass(frozen=True)
@@ -70,26 +62,30 @@ class RunSpec:
     protocol: Protocol | None = None  # the paper's settings shown on a user's data, and method_args.preset's presets
 
 
-def method_names() -> list[str]:
-    """The recipe method names the registry knows."""
-    return sorted(RUN_MODULES)
+RECIPES: Registry[RunSpec] = Registry(
+    "recipe",
+    {
+        "simcse-unsup": "contrastext.runs.simcse:UNSUP_SPEC",
+        "simcse-sup": "contrastext.runs.simcse:SUP_SPEC",
+        "gd": "contrastext.runs.gd:SPEC",
+        "mnrl": "contrastext.runs.mnrl:SPEC",
+        "scl": "contrastext.runs.scl:SPEC",
+        "reclaim": "contrastext.runs.reclaim:SPEC",
+        "capt": "contrastext.runs.capt:SPEC",
+        "multitask": "contrastext.runs.multitask:SPEC",
+    },
+)
+"""Recipe name -> its RunSpec, lazily imported (a new recipe family: its module and one line per recipe here)."""
 
 
-def get_run_spec(name: str) -> RunSpec:
-    """Import the module of ``name`` and return its RunSpec; unknown names list the known ones."""
-    if name not in RUN_MODULES:
-        raise UnknownNameError(f"unknown method {name!r}; known methods: {', '.join(method_names())}")
-    module = importlib.import_module(RUN_MODULES[name])
-    specs = list(getattr(module, "SPECS", []))
-    if hasattr(module, "SPEC"):
-        specs.append(module.SPEC)
-    for spec in specs:
-        if spec.name == name:
-            return spec
-    raise UnknownNameError(
-        f"module {module.__name__} defines no RunSpec named {name!r} "
-        f"(it defines: {', '.join(spec.name for spec in specs) or 'none'})"
-    )
+def recipe_names() -> list[str]:
+    """The registered recipe names, sorted."""
+    return RECIPES.names()
+
+
+def get_recipe(name: str) -> RunSpec:
+    """The RunSpec of the recipe ``name`` (its module imported now); UnknownNameError lists the known recipes."""
+    return RECIPES.get(name)
 
 
 def parse_method_args(spec: RunSpec, config: TrainConfig) -> BaseModel:
@@ -148,7 +144,7 @@ def run_recipe(
     ``resume_from`` (a checkpoint folder, or a run folder: its latest checkpoint) continues that checkpoint into
     ``config.output_dir``, a free folder apart from the source (:func:`check_resume_from`); one-stage recipes only.
     """
-    spec = get_run_spec(config.method)
+    spec = get_recipe(config.method)
     config, preset = resolve_preset(spec, config)
     args = parse_method_args(spec, config)
     if resume and resume_from is not None:

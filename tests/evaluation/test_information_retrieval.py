@@ -131,3 +131,15 @@ def test_a_query_text_in_the_corpus_is_kept_with_a_real_model(minilm_path):
 def test_no_query_with_a_relevant_document_is_an_error():
     with pytest.raises(EmptyDataError):
         information_retrieval_metrics(np.ones((1, 2)), np.ones((1, 2)), ["q"], ["d"], {"q": set()})
+
+
+def test_a_memmapped_corpus_is_read_chunk_by_chunk(tmp_path):
+    queries, corpus, relevant, table = random_set(4)
+    corpus_ids = list(corpus)
+    stored = np.lib.format.open_memmap(tmp_path / "corpus.npy", mode="w+", dtype=np.float32,
+                                       shape=(len(corpus_ids), 16))  # fmt: skip
+    stored[:] = torch.stack([table[corpus[c]] for c in corpus_ids]).numpy()
+    query_embeddings = torch.stack([table[queries[q]] for q in queries])
+    mine = information_retrieval_metrics(query_embeddings, np.load(tmp_path / "corpus.npy", mmap_mode="r"),
+                                         list(queries), corpus_ids, relevant, corpus_chunk_size=64)  # fmt: skip
+    assert_same(mine, st_metrics(queries, corpus, relevant, table))
