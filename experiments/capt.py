@@ -411,7 +411,7 @@ def finetune(args: argparse.Namespace, variant: str, task: str, seed: int) -> tu
     from contrastext.runs.classification import head_evaluator
     from contrastext.runs.data import load_classification_data
     from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_run_spec, parse_method_args
+    from contrastext.runs.registry import get_recipe, parse_method_args
     from contrastext.runs.stages import MethodBundle, run_training, stage_config
     from contrastext.runtime.seeding import set_seed
     from contrastext.training.config import load_config
@@ -427,7 +427,7 @@ def finetune(args: argparse.Namespace, variant: str, task: str, seed: int) -> tu
     output_dir = runs_root(args) / "finetune" / f"{variant}-{task}-seed{seed}"
     overrides = finetune_overrides(args, task, seed, model, output_dir)
     config = load_config(recipe_path(RECIPE), overrides)
-    method_args = parse_method_args(get_run_spec(config.method), config)
+    method_args = parse_method_args(get_recipe(config.method), config)
     stage = stage_config(finetune_config(config, method_args, seed), data={"few_shot": args.train_rows})
     encoder = capt_encoder(config, method_args)
     data = load_classification_data(

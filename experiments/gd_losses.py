@@ -177,13 +177,13 @@ def run_start(args: argparse.Namespace) -> tuple[dict, dict]:
     from contrastext.models.encoder import TextEncoder
     from contrastext.models.names import locate_model
     from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_run_spec, parse_method_args
+    from contrastext.runs.registry import get_recipe, parse_method_args
     from contrastext.runs.stages import seeded_build
     from contrastext.training.config import load_config
 
     sets = overrides(args, BASELINE, START_SEED)
     config = load_config(recipe_path(RECIPE), sets)
-    spec = get_run_spec(config.method)
+    spec = get_recipe(config.method)
     bundle = seeded_build(spec.build, config, parse_method_args(spec, config), Path(args.data_root))
     bundle.method.eval()
     metrics = _final_scores(bundle.method.encoder, args)

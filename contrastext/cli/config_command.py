@@ -89,11 +89,11 @@ def effective_config(recipe: Path, overrides: list[str], output: Path | None) ->
     from contrastext.cli.train_command import prepare
     from contrastext.data.sources import SOURCE_KEYS, choose_source
     from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_run_spec, parse_method_args, resolve_preset
+    from contrastext.runs.registry import get_recipe, parse_method_args, resolve_preset
 
     file = recipe_path(recipe)
     config = prepare(recipe, overrides, output)
-    spec = get_run_spec(config.method)
+    spec = get_recipe(config.method)
     config, preset = resolve_preset(spec, config)  # as the run applies method_args.preset
     raw = read_yaml(Path(file).read_text(encoding="utf-8")) or {}
     effective = config.model_dump(mode="json")

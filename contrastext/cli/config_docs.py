@@ -160,7 +160,7 @@ def first_paragraph(item: Any) -> str:
 
 def render() -> str:
     """The text of docs/CONFIG.md."""
-    from contrastext.runs.registry import get_run_spec, method_names
+    from contrastext.runs.registry import get_recipe, recipe_names
     from contrastext.training.config import DataSection, EvalSection, TrainConfig, TrainSection
     from contrastext.training.resume_check import SAFE_RESUME_KEYS
 
@@ -181,8 +181,8 @@ def render() -> str:
         "Each recipe method validates `method_args` with its own model (unknown keys are errors).",
         "",
     ]
-    for name in method_names():
-        args_model = get_run_spec(name).args_model
+    for name in recipe_names():
+        args_model = get_recipe(name).args_model
         module = args_model.__module__.replace(".", "/") + ".py"
         parts += [
             f"### `{name}`",

@@ -109,12 +109,12 @@ def demo_command(
 ) -> None:
     """A short real SimCSE training of all-MiniLM-L6-v2's [CLS] embedding; STS-B dev before and after."""
     from contrastext.evaluation.plots import plot_run
-    from contrastext.runs.registry import get_run_spec
+    from contrastext.runs.registry import get_recipe
     from contrastext.runs.stages import run_training, seeded_build
 
     root = resolve_data_root(data_root)
     config = demo_config(output, steps, batch_size, seed)
-    spec = get_run_spec(config.method)
+    spec = get_recipe(config.method)
     bundle = seeded_build(spec.build, config, config.method_args_as(spec.args_model), root)
     typer.echo(
         f"demo: unsupervised SimCSE on {len(bundle.train_examples)} wiki1m sentences, {steps} steps of batch "

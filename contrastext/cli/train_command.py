@@ -89,13 +89,13 @@ class SetValuesCommand(TyperCommand):
 def prepare(recipe: Path, overrides: list[str], output: Path | None):
     """Load and fully validate the recipe (config sections, method name, method_args) before any work."""
     from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_run_spec, parse_method_args
+    from contrastext.runs.registry import get_recipe, parse_method_args
     from contrastext.training.config import load_config
 
     config = load_config(recipe_path(recipe), overrides)
     if output is not None:
         config.output_dir = str(output)
-    parse_method_args(get_run_spec(config.method), config)
+    parse_method_args(get_recipe(config.method), config)
     return config
 
 

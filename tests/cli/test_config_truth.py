@@ -193,14 +193,14 @@ def test_config_md_maps_the_hugging_face_names():
 
 def test_config_md_documents_the_rules_and_every_method():
     from contrastext.cli.config_docs import render
-    from contrastext.runs.registry import method_names
+    from contrastext.runs.registry import recipe_names
 
     text = render()
     for key in ("`train.max_steps`", "`train.report_to`", "`train.grad_accumulation`", "`train.warmup_steps`",
                 "`train.early_stopping_patience`", "`train.group_by_length`", "`eval.tasks`", "`data.max_length`"):
         assert key in text
     assert "--set a=1 b=2" in text and "wins over the file" in text
-    for name in method_names():
+    for name in recipe_names():
         assert f"### `{name}`" in text
 
 

@@ -73,10 +73,10 @@ def test_an_unknown_method_and_a_missing_recipe_exit_2(tmp_path, data_root, caps
 
 def test_the_demo_config_is_a_valid_simcse_unsup_recipe(tmp_path):
     from contrastext.cli.demo_command import METRIC, demo_config
-    from contrastext.runs.registry import get_run_spec
+    from contrastext.runs.registry import get_recipe
 
     config = demo_config(tmp_path, steps=7, batch_size=32, seed=1)
-    args = config.method_args_as(get_run_spec(config.method).args_model)
+    args = config.method_args_as(get_recipe(config.method).args_model)
     assert config.method == "simcse-unsup" and config.train.max_steps == 7
     assert config.train.eval_every == 2 and config.train.eval_at_start and config.train.overwrite
     assert config.train.metric_for_best == METRIC and args.pooling == "cls" and args.mlp == "train"

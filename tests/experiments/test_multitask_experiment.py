@@ -47,10 +47,10 @@ def fill(script, store, settings, seeds):
 
 def test_every_run_overrides_load_and_validate(script, args):
     from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_run_spec, parse_method_args
+    from contrastext.runs.registry import get_recipe, parse_method_args
     from contrastext.training.config import load_config
 
-    spec = get_run_spec("multitask")
+    spec = get_recipe("multitask")
     for setting in script.SETTINGS:
         config = load_config(recipe_path(script.RECIPE), script.overrides(setting, 1, args))
         method_args = parse_method_args(spec, config)  # unknown method_args keys fail here

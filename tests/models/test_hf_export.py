@@ -20,7 +20,7 @@ from contrastext.errors import ConfigError, ContrastextError, MissingDataError
 from contrastext.methods.classification import FineTuneMethod
 from contrastext.models.encoder import TextEncoder
 from contrastext.models.hf_export import export_classifier, is_classifier_folder, load_classifier
-from contrastext.runs.registry import get_run_spec
+from contrastext.runs.registry import get_recipe
 from contrastext.runs.scl import build, load_data
 from contrastext.runs.stages import run_training
 from tests.runs.recipe_runs import recipe_config, train_overrides
@@ -179,7 +179,7 @@ def test_a_tiny_scl_run_exports_a_classifier_that_the_pipeline_agrees_with(tmp_p
     fast = [*train_overrides(max_steps=3, batch_size=8, lr="1e-3", warmup_ratio=0, eval_every=1),
             "data.max_length=32", "data.limit=300", "data.few_shot=16", "eval.limit=40"]
     config = recipe_config("scl", tmp_path, tiny_bert_path, *fast)
-    args = get_run_spec("scl").args_model.model_validate(config.method_args)
+    args = get_recipe("scl").args_model.model_validate(config.method_args)
     bundle = build(config, args, data_root)
     summary = run_training(config, bundle)
     folder = tmp_path / "classifier"

@@ -19,7 +19,7 @@ from contrastext.runs.gd import GDArgs
 from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.models.encoder import TextEncoder
 from contrastext.runs.encoders import build_encoder
-from contrastext.runs.registry import get_run_spec
+from contrastext.runs.registry import get_recipe
 from contrastext.training.config import load_config
 from tests.cli.cli_runs import run
 from tests.runs.recipe_runs import RECIPES, recipe_config
@@ -69,7 +69,7 @@ def test_args_default_to_the_model_and_the_paper_recipes_say_theirs():
         assert (args.pooling, args.mlp) == (None, None)
     for recipe, mlp in (("simcse-unsup", "train"), ("simcse-sup", "always"), ("gd", "train")):
         config = load_config(RECIPES / f"{recipe}.yaml")
-        args = config.method_args_as(get_run_spec(recipe).args_model)
+        args = config.method_args_as(get_recipe(recipe).args_model)
         assert (args.pooling, args.mlp) == ("cls", mlp), recipe
 
 
@@ -100,7 +100,7 @@ def test_training_batches_are_cut_at_data_max_length_only(tmp_path, st_model, da
         "simcse-sup", tmp_path, st_model, f"data.path={triplets(tmp_path)}", f"data.max_length={TRAIN_LENGTH}",
         "eval.tasks=[]",
     )  # fmt: skip
-    spec = get_run_spec("simcse-sup")
+    spec = get_recipe("simcse-sup")
     method = spec.build(config, config.method_args_as(spec.args_model), data_root).method
     encoder = method.encoder
     assert (encoder.train_max_length, encoder.max_seq_length) == (TRAIN_LENGTH, MODEL_LENGTH)

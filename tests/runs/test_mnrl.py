@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from contrastext.runs.mnrl import MNRLArgs
 from contrastext.models.encoder import TextEncoder
-from contrastext.runs.registry import get_run_spec
+from contrastext.runs.registry import get_recipe
 from tests.cli.cli_runs import run
 from tests.runs.recipe_runs import read_log, recipe_config
 
@@ -101,7 +101,7 @@ def test_mnrl_trains_on_a_pair_file_and_keeps_the_model(kind, tmp_path, capsys, 
 
 def test_the_loss_is_multiple_negatives_ranking_with_scale_20(tmp_path, st_model, data_root):
     config = recipe_config("mnrl", tmp_path, st_model, f"data.path={pair_file(tmp_path, 'csv')}", "eval.tasks=[]")
-    spec = get_run_spec("mnrl")
+    spec = get_recipe("mnrl")
     args = config.method_args_as(spec.args_model)
     assert isinstance(args, MNRLArgs) and args.temperature == 0.05 and (args.pooling, args.mlp) == (None, None)
     method = spec.build(config, args, data_root).method
@@ -118,7 +118,7 @@ def test_max_seq_length_of_the_saved_model_can_be_asked_for(tmp_path, st_model, 
         "mnrl", tmp_path, st_model, f"data.path={pair_file(tmp_path, 'csv')}", "eval.tasks=[]",
         "method_args.max_seq_length=64",
     )  # fmt: skip
-    spec = get_run_spec("mnrl")
+    spec = get_recipe("mnrl")
     encoder = spec.build(config, config.method_args_as(spec.args_model), data_root).method.encoder
     assert (encoder.max_seq_length, encoder.train_max_length) == (64, 64)  # training never longer than the model
     assert "model: max_seq_length 128 -> 64" in capsys.readouterr().out

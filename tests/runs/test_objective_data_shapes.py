@@ -21,7 +21,7 @@ import pytest
 
 from contrastext.errors import ConfigError
 from contrastext.objectives.registry import OBJECTIVES, objective_names
-from contrastext.runs.registry import get_run_spec, run_recipe
+from contrastext.runs.registry import get_recipe, run_recipe
 from tests.cli.cli_runs import run
 from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
@@ -80,7 +80,7 @@ def test_a_combination_that_cannot_train_is_refused_before_the_model_loads(
                          ids=lambda value: str(value))  # fmt: skip
 def test_a_combination_that_fits_trains_one_step(recipe, shape, name, tmp_path, tiny_bert_path):
     config = config_for(recipe, shape, name, tmp_path, tiny_bert_path)
-    spec = get_run_spec(recipe)
+    spec = get_recipe(recipe)
     bundle = spec.build(config, config.method_args_as(spec.args_model), None)
     batch = bundle.method.collate(bundle.train_examples[:4])
     assert batch["views"] == (3 if shape == "triplets" else 2)

@@ -14,7 +14,7 @@ import contrastext.cli.config_command  # noqa: F401  (registers the command)
 import contrastext.cli.train_command  # noqa: F401  (registers the command)
 from contrastext.errors import ConfigError
 from contrastext.runs.protocol import protocol_lines
-from contrastext.runs.registry import get_run_spec, parse_method_args, resolve_preset
+from contrastext.runs.registry import get_recipe, parse_method_args, resolve_preset
 from contrastext.training.config import load_config
 from tests.cli.cli_runs import run
 from tests.runs.recipe_runs import RECIPES
@@ -29,7 +29,7 @@ def no_data_root(monkeypatch):
 def block(recipe: str, *overrides: str) -> list[str]:
     """The protocol block ``run_recipe`` prints for ``recipes/<recipe>.yaml`` with ``overrides``."""
     config = load_config(RECIPES / f"{recipe}.yaml", list(overrides))
-    spec = get_run_spec(config.method)  # capt-continued.yaml is method capt
+    spec = get_recipe(config.method)  # capt-continued.yaml is method capt
     config, applied = resolve_preset(spec, config)
     return protocol_lines(spec.name, spec.protocol, config, parse_method_args(spec, config), applied)
 
@@ -98,7 +98,7 @@ def test_every_recipe_with_a_protocol_prints_it_on_a_user_file_before_the_model_
     code, stdout, stderr = run(argv, capsys)
     assert code == 2 and "no-model: no such file or folder" in stderr, stderr
     expected = block(recipe, *overrides)
-    spec = get_run_spec(load_config(RECIPES / f"{recipe}.yaml", []).method)
+    spec = get_recipe(load_config(RECIPES / f"{recipe}.yaml", []).method)
     assert expected[0] == f"{spec.name} on your data (data.path) keeps the paper's protocol ({spec.protocol.paper}), " \
         "method_args.preset=paper:"
     assert len(expected) == len(spec.protocol.settings) + 2 and expected[-1].endswith(f"({spec.protocol.docs})")
@@ -114,7 +114,7 @@ def test_every_paper_setting_is_a_key_of_the_recipes_config_with_its_source(reci
     """A misspelt key would print nothing (or fail at run time): each one names a field of its section (method_args:
     of the recipe's args model), appears once, and says where its value comes from."""
     config = load_config(RECIPES / f"{recipe}.yaml", [])
-    spec = get_run_spec(config.method)
+    spec = get_recipe(config.method)
     assert spec.protocol is not None
     assert (RECIPES.parent / spec.protocol.docs).is_file()
     keys = [setting.key for setting in spec.protocol.settings]
@@ -127,7 +127,7 @@ def test_every_paper_setting_is_a_key_of_the_recipes_config_with_its_source(reci
 
 
 def test_multitask_has_no_protocol_since_it_refuses_a_users_file():
-    assert get_run_spec("multitask").protocol is None
+    assert get_recipe("multitask").protocol is None
 
 
 def test_the_block_leaves_out_keys_given_with_set_and_is_absent_on_the_benchmark(tmp_path):
@@ -144,14 +144,14 @@ def test_the_block_leaves_out_keys_given_with_set_and_is_absent_on_the_benchmark
 def test_every_recipe_at_its_defaults_is_its_papers_method():
     for recipe in ("scl", "reclaim"):
         config = load_config(RECIPES / f"{recipe}.yaml", [])
-        args = parse_method_args(get_run_spec(recipe), config)
+        args = parse_method_args(get_recipe(recipe), config)
         assert args.preset == "paper"
-        resolved, applied = resolve_preset(get_run_spec(recipe), config)
+        resolved, applied = resolve_preset(get_recipe(recipe), config)
         assert applied == {} and resolved is config
 
 
 def test_the_practical_preset_sets_its_keys_and_set_wins(tmp_path):
-    spec = get_run_spec("scl")
+    spec = get_recipe("scl")
     config = load_config(RECIPES / "scl.yaml", ["method_args.preset=practical", "train.lr=4e-5"])
     resolved, applied = resolve_preset(spec, config)
     practical = spec.protocol.presets["practical"]
@@ -169,7 +169,7 @@ def test_the_practical_preset_sets_its_keys_and_set_wins(tmp_path):
     assert any(line.strip().startswith("train.head_lr=0.001") and "(instead of the recipe's null)" in line for line in lines)
     assert "  kept from --set: train.lr" in lines
 
-    reclaim = get_run_spec("reclaim")
+    reclaim = get_recipe("reclaim")
     config = load_config(RECIPES / "reclaim.yaml", ["method_args.preset=practical"])
     resolved, applied = resolve_preset(reclaim, config)
     assert set(applied) == set(reclaim.protocol.presets["practical"])
@@ -245,7 +245,7 @@ def test_the_plan_names_the_rows_a_classifier_on_a_user_file_is_evaluated_on():
     from contrastext.runs.plan import plan_lines
 
     def plan(recipe: str, *overrides: str) -> list[str]:
-        spec = get_run_spec(recipe)
+        spec = get_recipe(recipe)
         config = load_config(RECIPES / f"{recipe}.yaml", list(overrides))
         return plan_lines(spec.plan(config, parse_method_args(spec, config)))
 

@@ -8,32 +8,33 @@ import pytest
 
 from contrastext.errors import ConfigError, UnknownNameError
 from contrastext.models.names import resolve_model
-from contrastext.runs.registry import RUN_MODULES, RunSpec, get_run_spec, method_names
+from contrastext.runs.registry import RECIPES as RECIPE_REGISTRY
+from contrastext.runs.registry import RunSpec, get_recipe, recipe_names
 from contrastext.training.config import load_config
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 
-def test_unknown_method_lists_the_known_ones():
+def test_unknown_recipe_lists_the_known_ones():
     with pytest.raises(UnknownNameError) as error:
-        get_run_spec("simcse-unsupervised")
+        get_recipe("simcse-unsupervised")
     message = str(error.value)
-    assert "simcse-unsupervised" in message
-    for name in ("simcse-unsup", "simcse-sup", "gd", "scl", "reclaim", "capt", "multitask"):
+    assert "simcse-unsupervised" in message and message.startswith("unknown recipe 'simcse-unsupervised'")
+    for name in RECIPE_REGISTRY.names():
         assert name in message
 
 
-@pytest.mark.parametrize("name", ["simcse-unsup", "simcse-sup", "gd"])
+@pytest.mark.parametrize("name", RECIPE_REGISTRY.names())
 def test_specs_are_found_by_name(name):
-    spec = get_run_spec(name)
+    spec = get_recipe(name)
     assert isinstance(spec, RunSpec) and spec.name == name
-    assert name in method_names() and RUN_MODULES[name].startswith("contrastext.runs.")
+    assert name in recipe_names() and RECIPE_REGISTRY.get(name) is spec
 
 
 @pytest.mark.parametrize("recipe", ["simcse-unsup", "simcse-sup", "gd"])
 def test_recipes_validate_with_their_method_args(recipe):
     config = load_config(RECIPES / f"{recipe}.yaml")
-    spec = get_run_spec(config.method)
+    spec = get_recipe(config.method)
     assert config.method == recipe and config.model == "bundled:all-MiniLM-L6-v2"
     config.method_args_as(spec.args_model)  # no error
 
@@ -52,7 +53,7 @@ def test_unknown_bundled_model_lists_the_bundled_ones():
 def test_a_wrongly_typed_method_arg_names_the_override(tmp_path):
     config = load_config(RECIPES / "gd.yaml", ["method_args.loss=hinge"])
     with pytest.raises(ConfigError, match=r"--set method_args\.loss .*gd\.yaml.*method_args\.loss"):
-        config.method_args_as(get_run_spec("gd").args_model)
+        config.method_args_as(get_recipe("gd").args_model)
 
 
 def test_every_shipped_recipe_is_package_data_and_validates():
@@ -65,7 +66,7 @@ def test_every_shipped_recipe_is_package_data_and_validates():
         path = recipe_path(name)
         assert path.parent == RECIPES_DIR and recipe_path(f"{name}.yaml") == path
         config = load_config(path)
-        config.method_args_as(get_run_spec(config.method).args_model)
+        config.method_args_as(get_recipe(config.method).args_model)
     assert (RECIPES.resolve() == RECIPES_DIR), "recipes/ at the top must link to the package's recipes"
 
 

@@ -13,7 +13,7 @@ import torch
 
 from contrastext.errors import ConfigError
 from contrastext.methods.scl import SCLArgs, SCLMethod
-from contrastext.runs.registry import get_run_spec, run_recipe
+from contrastext.runs.registry import get_recipe, run_recipe
 from contrastext.runs.scl import all_draws, build, load_data, top_k_by_validation
 from contrastext.runs.stages import run_training
 from contrastext.training.config import load_config
@@ -51,7 +51,7 @@ def test_checkpoint_is_selected_on_validation_and_scored_once_on_test(tmp_path, 
         tmp_path, tiny_bert_path, "data.limit=300", "data.few_shot=8", "train.max_steps=4", "train.eval_every=1",
         "train.save_every=1", "train.lr=5e-3",
     )
-    args = get_run_spec("scl").args_model.model_validate(config.method_args)
+    args = get_recipe("scl").args_model.model_validate(config.method_args)
     data = load_data(config, args, data_root)
     assert len(data.eval) == 20 and len(data.test) == 20
     assert not {e.source for e in data.eval} & {e.source for e in data.test}
@@ -146,7 +146,7 @@ def test_draws_summary_reports_the_papers_figure_and_all_draws(tmp_path, tiny_be
 
 def test_pair_task_trains_and_changes_parameters(tmp_path, tiny_bert_path, data_root):
     config = fast_config(tmp_path, tiny_bert_path, "data.task=mrpc", "eval.tasks=[mrpc:dev]", "data.few_shot=8")
-    args = get_run_spec("scl").args_model.model_validate({"lam": 0.9, "temperature": 0.3})
+    args = get_recipe("scl").args_model.model_validate({"lam": 0.9, "temperature": 0.3})
     bundle = build(config, args, data_root)
     assert Counter(example.label for example in bundle.train_examples) == {0: 3, 1: 5}  # MRPC train: 1194 / 2474
     before = {name: value.detach().clone() for name, value in bundle.method.named_parameters()}

@@ -14,7 +14,7 @@ from contrastext.errors import ConfigError, DataFormatError
 from contrastext.methods.simcse import SimCSE
 from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.objectives.infonce import InfoNCE
-from contrastext.runs.registry import get_run_spec, run_recipe
+from contrastext.runs.registry import get_recipe, run_recipe
 from contrastext.runs.simcse import build_sup, build_unsup
 from contrastext.runs.stages import run_training
 from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
@@ -49,7 +49,7 @@ def encoder_weights(method) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("recipe", ["simcse-unsup", "simcse-sup"])
 def test_three_steps_log_finite_parts_change_weights_and_evaluate(recipe, tmp_path, tiny_bert_path, data_root):
     config = config_for(recipe, tmp_path, tiny_bert_path)
-    spec = get_run_spec(recipe)
+    spec = get_recipe(recipe)
     bundle = spec.build(config, config.method_args_as(spec.args_model), data_root)
     before = encoder_weights(bundle.method)
 
@@ -146,7 +146,7 @@ def test_the_final_weights_are_evaluated_once_when_they_are_the_ones_reported(
     """The trainer always scores the last step; with no checkpoint selection (or the last step best) the stage
     reports that evaluation instead of scoring the same weights a second time."""
     config = config_for("simcse-unsup", tmp_path, tiny_bert_path, f"train.metric_for_best={metric_for_best}")
-    spec = get_run_spec("simcse-unsup")
+    spec = get_recipe("simcse-unsup")
     bundle = spec.build(config, config.method_args_as(spec.args_model), data_root)
     calls = []
     evaluator = bundle.evaluator
