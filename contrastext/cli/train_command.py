@@ -9,11 +9,16 @@ Example::
     contrastext train recipes/simcse-unsup.yaml --output runs/simcse --resume   # continue a killed run
     contrastext train simcse-unsup --resume-from runs/simcse/checkpoints/step-000600 --output runs/simcse-b
         # continue a checkpoint (or a run folder's latest) into a new folder; the source is left as it is
+    contrastext train my.yaml --output runs/mine --resume --resume-allow-data-change   # the data file changed
+
+SIGTERM (a cluster preempting the job) finishes the step, saves a checkpoint and exits with code 143 after one
+line naming the checkpoint and the command that resumes it; a second SIGTERM exits at once.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -99,6 +104,18 @@ def prepare(recipe: Path, overrides: list[str], output: Path | None):
     return config
 
 
+def resume_command(recipe: Path, overrides: list[str], output_dir: str, data_root: Path | None) -> str:
+    """The ``contrastext train ... --resume`` command that continues a run stopped by SIGTERM (the same recipe and
+    ``--set`` overrides, so the resume's config check passes)."""
+    argv = ["contrastext", "train", str(recipe)]
+    for override in overrides:
+        argv += [SET_FLAG, override]
+    argv += ["--output", str(output_dir)]
+    if data_root is not None:
+        argv += ["--data-root", str(data_root)]
+    return shlex.join([*argv, "--resume"])
+
+
 def print_summary(summary: dict) -> None:
     """The final metrics, one per line, then where the outputs are."""
     metrics = summary.get("metrics") or {}
@@ -161,6 +178,15 @@ def train_command(
             "states and step. Same config as that run; the source is never written to. One-stage recipes only.",
         ),
     ] = None,
+    allow_data_change: Annotated[
+        bool,
+        typer.Option(
+            "--resume-allow-data-change",
+            help="With --resume or --resume-from: continue even though a data file (data.path, data.dataset, "
+            "data.eval_path) changed since the checkpoint was saved (a line says so); without it such a resume is "
+            "refused, naming the file.",
+        ),
+    ] = False,
     data_root: Annotated[
         Path | None,
         typer.Option(
@@ -176,6 +202,7 @@ def train_command(
     (a sentence-transformers folder), final/encoder and metrics.json.
     """
     from contrastext.runs.registry import run_recipe
+    from contrastext.runtime.signals import PREEMPTED_EXIT_CODE, TrainingPreempted
 
     config = prepare(recipe, list(overrides or []), output)
     # Read lazily: only a registry task needs the data root (then --data-root, else $CONTRASTEXT_DATA, else
@@ -187,7 +214,14 @@ def train_command(
     source = config.model if resume_from is None else resume_from
     if main:
         typer.echo(f"{action} {config.method} from {source}; outputs in {config.output_dir}")
-    summary = run_recipe(config, root, resume=resume, resume_from=resume_from)
+    try:
+        summary = run_recipe(config, root, resume=resume, resume_from=resume_from,
+                             allow_data_change=allow_data_change)
+    except TrainingPreempted as stop:
+        if main:
+            command = resume_command(recipe, list(overrides or []), config.output_dir, data_root)
+            typer.echo(f"{stop}; resume with: {command}", err=True)
+        raise typer.Exit(PREEMPTED_EXIT_CODE) from None
     if not is_main_process():
         return
     print_summary(summary)

@@ -41,6 +41,7 @@ from contrastext.errors import ConfigError, ContrastextError
 from contrastext.runs.plan import StagePlan, print_plan, single_stage
 from contrastext.runs.protocol import Protocol, apply_preset, print_protocol, protocol_lines
 from contrastext.runs.stages import MethodBundle, run_training, seeded_build
+from contrastext.runtime.fingerprint import allow_data_change as allow_data_change_context
 from contrastext.runtime.lock import run_lock
 from contrastext.runtime.paths import check_apart, check_writable_space, weights_bytes
 from contrastext.runtime.processes import is_main_process
@@ -134,7 +135,8 @@ def check_train_output(config: TrainConfig) -> None:
 
 
 def run_recipe(
-    config: TrainConfig, data_root: Path | None = None, resume: bool = False, resume_from: str | Path | None = None
+    config: TrainConfig, data_root: Path | None = None, resume: bool = False, resume_from: str | Path | None = None,
+    allow_data_change: bool = False,
 ) -> dict:
     """Validate ``method_args``, apply ``method_args.preset``, print the run's plan (:mod:`contrastext.runs.plan`)
     and, on a user's data, the paper settings in force (:mod:`contrastext.runs.protocol`), and run the recipe:
@@ -159,7 +161,7 @@ def run_recipe(
     # One run per folder: the lock at the run's top folder, before anything is written (every stage's subfolder
     # lies under it); only the main process takes it (under a launcher every process runs this).
     lock = run_lock(config.output_dir) if is_main_process() else contextlib.nullcontext()
-    with lock:
+    with lock, allow_data_change_context(allow_data_change):  # a resume on changed data: a line, not a refusal
         return _run_locked(spec, config, args, preset, data_root, resume, resume_from)
 
 

@@ -6,8 +6,11 @@ A checkpoint is a folder ``<output_dir>/checkpoints/step-000600/`` holding
   stored once, via ``safetensors.torch.save_model``),
 - ``optimizer.pt``, ``scheduler.pt``: their ``state_dict()``,
 - ``rng.pt``: Python, NumPy and torch (CPU, CUDA) generator states,
-- ``trainer_state.json``: step, epoch, batch index inside the epoch, best metric, early-stopping count,
+- ``trainer_state.json``: step, epoch, batch index inside the epoch, best metric, early-stopping count
+  (validated on reading by :class:`TrainerStateRecord`: types, ranges, a step no greater than the run's plan),
 - ``config.yaml``: the run's configuration,
+- ``data_fingerprint.json``: the fingerprints of the run's data files (:mod:`contrastext.runtime.fingerprint`),
+  compared on resume; absent from checkpoints saved before fingerprints existed,
 - ``manifest.json``: the size and SHA-256 of every other file, written last.
 
 It is written into a temporary folder beside its final place, every file and the folder are fsync-ed,
@@ -41,6 +44,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 from torch import nn
@@ -50,6 +54,7 @@ from contrastext.runtime.seeding import capture_rng_state, restore_rng_state
 
 METHOD_FILE = "method.safetensors"
 STATE_FILE = "trainer_state.json"
+FINGERPRINT_FILE = "data_fingerprint.json"
 MANIFEST_FILE = "manifest.json"
 LATEST_FILE = "latest"
 CHECKPOINTS_DIR = "checkpoints"
@@ -87,6 +92,67 @@ class TrainerState:
     def from_dict(cls, raw: dict) -> TrainerState:
         known = {field.name for field in fields(cls)}
         return cls(**{key: value for key, value in raw.items() if key in known})
+
+
+class TrainerStateRecord(BaseModel):
+    """The schema of ``trainer_state.json``: every field typed strictly (``"three"``, ``3.0`` or ``true`` is not
+    a step) and in range; unknown keys are ignored (a newer version may add some)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    step: int = Field(0, ge=0)
+    epoch: int = Field(0, ge=0)
+    batch_index: int = Field(0, ge=0)
+    samples_seen: int = Field(0, ge=0)
+    best_metric: float | None = Field(None, allow_inf_nan=False)
+    best_step: int | None = Field(None, ge=0)
+    evals_without_improvement: int = Field(0, ge=0)
+    stopped_early: bool = False
+
+    @model_validator(mode="after")
+    def _best_before_now(self) -> TrainerStateRecord:
+        if self.best_step is not None and self.best_step > self.step:
+            raise ValueError(f"best_step {self.best_step} lies after step {self.step}")
+        if (self.best_step is None) != (self.best_metric is None):
+            raise ValueError("best_metric and best_step must be given together")
+        return self
+
+
+def _schema_reason(error: ValidationError) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(part) for part in first["loc"])
+    given = first.get("input")
+    shown = "" if isinstance(given, dict) else f" (found {given!r})"
+    where = f"key '{key}': " if key else ""
+    return f"{where}{first['msg']}{shown}"
+
+
+def read_trainer_state(path: str | os.PathLike, total_steps: int | None = None) -> TrainerState:
+    """``trainer_state.json`` validated by :class:`TrainerStateRecord`; with ``total_steps`` (the run's plan), a
+    step beyond it is refused too. A checkpoint folder named ``step-N`` must hold step N. CorruptFileError naming
+    the file and the key otherwise (a forged or damaged state never reaches the trainer)."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise CorruptFileError(path, None, f"unreadable trainer state ({_first_line(error)})") from None
+    if not isinstance(raw, dict):
+        raise CorruptFileError(path, None, f"the trainer state must be a JSON object, found {type(raw).__name__}")
+    try:
+        record = TrainerStateRecord.model_validate(raw)
+    except ValidationError as error:
+        raise CorruptFileError(path, None, f"invalid trainer state: {_schema_reason(error)}") from None
+    named = _step_of(path.parent)
+    if path.parent.parent.name == CHECKPOINTS_DIR and named >= 0 and named != record.step:
+        raise CorruptFileError(
+            path, None, f"invalid trainer state: key 'step' is {record.step} but the checkpoint is {path.parent.name}"
+        )
+    if total_steps is not None and record.step > total_steps:
+        raise CorruptFileError(
+            path, None, f"invalid trainer state: key 'step' is {record.step}, beyond the run's {total_steps} planned "
+            "steps (train.max_steps / train.epochs); a checkpoint of this run cannot be past its end"
+        )
+    return TrainerState(**record.model_dump())
 
 
 def fsync_path(path: Path) -> None:
@@ -206,8 +272,12 @@ def save_checkpoint(
     state: TrainerState,
     config_text: str,
     scaler=None,
+    data_fingerprint: dict | None = None,
 ) -> Path:
-    """Write the checkpoint of ``state.step`` atomically and point ``latest`` at it; returns its folder."""
+    """Write the checkpoint of ``state.step`` atomically and point ``latest`` at it; returns its folder.
+
+    ``data_fingerprint`` (:func:`contrastext.runtime.fingerprint.data_fingerprints` of the run's data inputs) is
+    stored as ``data_fingerprint.json``, for a resume to compare with the data it reads."""
     checkpoints = Path(output_dir) / CHECKPOINTS_DIR
 
     def write(folder: Path) -> None:
@@ -219,6 +289,8 @@ def save_checkpoint(
             torch.save(scaler.state_dict(), folder / "scaler.pt")
         (folder / STATE_FILE).write_text(json.dumps(asdict(state), indent=2) + "\n", encoding="utf-8")
         (folder / "config.yaml").write_text(config_text, encoding="utf-8")
+        if data_fingerprint is not None:
+            (folder / FINGERPRINT_FILE).write_text(json.dumps(data_fingerprint, indent=2) + "\n", encoding="utf-8")
         write_manifest(folder)
 
     folder = write_folder_atomically(checkpoints / checkpoint_name(state.step), write)
@@ -402,13 +474,76 @@ def _torch_load(path: Path):
         raise CorruptFileError(path, None, f"cannot read the checkpoint file ({_first_line(error)})") from None
 
 
+def read_data_fingerprint(folder: str | os.PathLike) -> dict | None:
+    """The ``data_fingerprint.json`` of a checkpoint; None for one saved before fingerprints existed."""
+    path = Path(folder) / FINGERPRINT_FILE
+    if not path.is_file():
+        return None
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(recorded, dict) or not all(
+            isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("fingerprint"), dict)
+            for entry in recorded.values()
+        ):
+            raise ValueError("expected {key: {path, fingerprint}}")
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise CorruptFileError(path, None, f"unreadable data fingerprint ({_first_line(error)})") from None
+    return recorded
+
+
+def check_rng_state(state, path: Path) -> None:
+    """``rng.pt`` holds what :func:`~contrastext.runtime.seeding.capture_rng_state` writes, with the shapes this
+    machine's generators take; CorruptFileError naming the file and the key otherwise."""
+
+    def refuse(key: str, what: str) -> CorruptFileError:
+        return CorruptFileError(path, None, f"invalid RNG state: key '{key}' {what}")
+
+    if not isinstance(state, dict):
+        raise CorruptFileError(path, None, f"invalid RNG state: expected a mapping, found {type(state).__name__}")
+    for key in ("python", "numpy", "torch", "cuda"):
+        if key not in state:
+            raise refuse(key, "is missing")
+    reference = torch.get_rng_state()
+    cpu = state["torch"]
+    if not isinstance(cpu, torch.Tensor) or cpu.dtype != reference.dtype or cpu.shape != reference.shape:
+        found = f"{cpu.dtype} {tuple(cpu.shape)}" if isinstance(cpu, torch.Tensor) else type(cpu).__name__
+        raise refuse("torch", f"must be a {reference.dtype} tensor of shape {tuple(reference.shape)} (found {found})")
+    numpy_state = state["numpy"]
+    key = numpy_state.get("key") if isinstance(numpy_state, dict) else None
+    if not isinstance(key, torch.Tensor) or key.shape != (624,):
+        raise refuse("numpy.key", "must be a tensor of 624 words (MT19937)")
+    if not isinstance(numpy_state.get("pos"), int) or not 0 <= numpy_state["pos"] <= 624:
+        raise refuse("numpy.pos", f"must be an integer in [0, 624] (found {numpy_state.get('pos')!r})")
+    python = state["python"]
+    internal = python.get("internal") if isinstance(python, dict) else None
+    if not isinstance(internal, list) or len(internal) != 625 or not all(isinstance(word, int) for word in internal):
+        raise refuse("python.internal", "must be a list of 625 integers (Python's Mersenne Twister)")
+    if not isinstance(state["cuda"], list | tuple) or not all(
+        isinstance(item, torch.Tensor) and item.dtype == torch.uint8 for item in state["cuda"]
+    ):
+        raise refuse("cuda", "must be a list of uint8 tensors")
+
+
+def _load_part(path: Path, load) -> None:
+    """``load(torch_load(path))`` (an optimiser's or scheduler's ``load_state_dict``); a part that does not fit the
+    run (another parameter count, a malformed state) is a CorruptFileError naming the file."""
+    try:
+        load(_torch_load(path))
+    except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as error:
+        raise CorruptFileError(path, None, f"does not fit this run ({_first_line(error)})") from None
+
+
 def load_checkpoint(
-    folder: str | os.PathLike, method: nn.Module, optimizer, scheduler, scaler=None
+    folder: str | os.PathLike, method: nn.Module, optimizer, scheduler, scaler=None, total_steps: int | None = None
 ) -> TrainerState:
     """Restore method, optimiser, scheduler, loss scaler and global RNG states; returns the trainer state.
 
     The folder is verified against its manifest first (:func:`verify_checkpoint`), so a damaged file is a
-    one-line error naming it, not a traceback from half-way through the restore.
+    one-line error naming it, not a traceback from half-way through the restore. The manifest only says the
+    files are the ones written with it (a re-hashed manifest passes), so every part is checked on its own too,
+    before anything is restored: ``trainer_state.json`` by its schema (:func:`read_trainer_state`, with the
+    run's ``total_steps``), ``rng.pt`` by its shapes (:func:`check_rng_state`), the scheduler's step count
+    against the trainer's step.
     """
     folder = Path(folder)
     if not is_complete(folder):
@@ -416,16 +551,23 @@ def load_checkpoint(
             f"{folder} is not a complete checkpoint (expected {METHOD_FILE}, {STATE_FILE}, ...)"
         )
     verify_checkpoint(folder)
-    try:
-        state = TrainerState.from_dict(json.loads((folder / STATE_FILE).read_text(encoding="utf-8")))
-    except (UnicodeDecodeError, ValueError, TypeError, AttributeError) as error:
-        raise CorruptFileError(folder / STATE_FILE, None, f"unreadable trainer state ({_first_line(error)})") from None
+    state = read_trainer_state(folder / STATE_FILE, total_steps)
+    rng = _torch_load(folder / "rng.pt")
+    check_rng_state(rng, folder / "rng.pt")
+    scheduler_path = folder / "scheduler.pt"
+    scheduler_state = _torch_load(scheduler_path)
+    taken = scheduler_state.get("last_epoch") if isinstance(scheduler_state, dict) else None
+    if isinstance(taken, int) and taken > state.step:
+        raise CorruptFileError(
+            folder / STATE_FILE, None, f"invalid trainer state: key 'step' is {state.step} but {scheduler_path.name} "
+            f"has taken {taken} steps"
+        )
     load_method_state(method, folder)
-    optimizer.load_state_dict(_torch_load(folder / "optimizer.pt"))
-    scheduler.load_state_dict(_torch_load(folder / "scheduler.pt"))
+    _load_part(folder / "optimizer.pt", optimizer.load_state_dict)
+    _load_part(scheduler_path, lambda _: scheduler.load_state_dict(scheduler_state))
     if scaler is not None and (folder / "scaler.pt").is_file():
-        scaler.load_state_dict(_torch_load(folder / "scaler.pt"))
-    restore_rng_state(_torch_load(folder / "rng.pt"))
+        _load_part(folder / "scaler.pt", scaler.load_state_dict)
+    restore_rng_state(rng)
     return state
 
 

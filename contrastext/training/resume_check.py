@@ -11,6 +11,11 @@ folder: its latest intact one) and :func:`check_resume_from` refuses, before any
 (the same rule) and a new folder that is, or lies inside, the checkpoint's run folder, or that holds the
 checkpoint: nothing is written over an input.
 
+A resume also checks what it reads (issue 21, item 3): the checkpoint's ``trainer_state.json`` by its schema and
+the run's plan (:func:`check_resume_state`), and the data against the fingerprints the checkpoint recorded
+(:func:`check_resume_data`): a changed data file is refused naming it, unless the resume runs under
+:func:`~contrastext.runtime.fingerprint.allow_data_change` (``--resume-allow-data-change``).
+
 Example::
 
     >>> changed_keys(saved_yaml, config)
@@ -19,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -26,14 +32,21 @@ from typing import Any
 import yaml
 
 from contrastext.errors import ConfigError, ContrastextError, MissingDataError
+from contrastext.runtime.fingerprint import data_change_allowed, data_changes, data_fingerprints
 from contrastext.runtime.yaml_reader import read_yaml
 from contrastext.training.checkpoint import (
     CHECKPOINTS_DIR,
+    FINGERPRINT_FILE,
     STATE_FILE,
     latest_intact_checkpoint,
+    read_data_fingerprint,
+    read_trainer_state,
     verify_checkpoint,
 )
 from contrastext.training.config import TrainConfig
+
+logger = logging.getLogger("contrastext.training")
+ALLOW_DATA_CHANGE_FLAG = "--resume-allow-data-change"
 
 SAFE_RESUME_KEYS = frozenset(
     {
@@ -94,6 +107,50 @@ def check_resume_config(saved_config_text: str, config: TrainConfig, checkpoint:
     )
 
 
+def data_inputs(config: TrainConfig) -> list[tuple[str, str | None]]:
+    """The data a run reads from local paths, fingerprinted at its start: ``data.path``, ``data.dataset`` (a
+    file or a folder; a hub name is left out) and ``data.eval_path``."""
+    data = config.data
+    return [("data.path", data.path), ("data.dataset", data.dataset), ("data.eval_path", data.eval_path)]
+
+
+def planned_steps(config: TrainConfig) -> int | None:
+    """The run's length when the config alone gives it (``train.max_steps`` sets it); None when it depends on
+    the data (``train.epochs``), which only the trainer knows."""
+    return config.train.max_steps if config.length_from == "max_steps" else None
+
+
+def check_resume_state(checkpoint: Path, config: TrainConfig) -> None:
+    """The checkpoint's ``trainer_state.json`` against its schema and the plan
+    (:func:`~contrastext.training.checkpoint.read_trainer_state`): cheap, before any model loads."""
+    read_trainer_state(Path(checkpoint) / STATE_FILE, planned_steps(config))
+
+
+def check_resume_data(checkpoint: Path, config: TrainConfig, flag: str = "--resume", announce: bool = True) -> None:
+    """Compare the data the run reads now with the fingerprints ``checkpoint`` recorded (sizes and hashes decide;
+    a new modification time alone is the same data). A change is a ConfigError naming the key and the file,
+    unless :func:`~contrastext.runtime.fingerprint.data_change_allowed`; then, with ``announce``, a warning says
+    the data changed and the run goes on. A checkpoint without fingerprints (saved before they existed) gets a
+    warning that the data could not be verified (with ``announce``)."""
+    recorded = read_data_fingerprint(checkpoint)
+    if recorded is None:
+        if announce:
+            logger.warning("%s: %s holds no %s (saved before data fingerprints existed): the training data could "
+                           "not be verified", flag, checkpoint, FINGERPRINT_FILE)
+        return
+    changes = data_changes(recorded, data_fingerprints(data_inputs(config)))
+    if not changes:
+        return
+    if not data_change_allowed():
+        raise ConfigError(
+            f"{flag}: the training data changed since {checkpoint} was saved: {'; '.join(changes)}; resume on the "
+            f"data the run was trained on, or give {ALLOW_DATA_CHANGE_FLAG} to continue on the new data"
+        )
+    if announce:
+        logger.warning("%s: the training data changed since %s was saved (%s); continuing on the new data "
+                       "(%s)", flag, checkpoint, "; ".join(changes), ALLOW_DATA_CHANGE_FLAG)
+
+
 RESUME_FROM = "--resume-from"
 
 
@@ -146,11 +203,13 @@ def check_new_folder(checkpoint: Path, output_dir: str | os.PathLike) -> None:
 
 def check_resume_from(config: TrainConfig, path: str | os.PathLike) -> Path:
     """``--resume-from PATH`` into ``config.output_dir``: the checkpoint folder to continue, after refusing a new
-    folder that overlaps the source (:func:`check_new_folder`) and a config that differs from the checkpoint's
-    outside :data:`SAFE_RESUME_KEYS`. Cheap: reads one ``config.yaml``, loads no model."""
+    folder that overlaps the source (:func:`check_new_folder`), a config that differs from the checkpoint's
+    outside :data:`SAFE_RESUME_KEYS`, an invalid trainer state and changed data. Cheap: reads one ``config.yaml``, loads no model."""
     checkpoint = resume_source(path)
     check_new_folder(checkpoint, config.output_dir)
     saved = checkpoint / "config.yaml"
     if saved.is_file():
         check_resume_config(saved.read_text(encoding="utf-8"), config, str(checkpoint), flag=RESUME_FROM)
+    check_resume_state(checkpoint, config)
+    check_resume_data(checkpoint, config, flag=RESUME_FROM, announce=False)
     return checkpoint

@@ -50,14 +50,17 @@ from tqdm.auto import tqdm
 from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError, MissingDataError
+from contrastext.runtime.fingerprint import data_fingerprints
 from contrastext.runtime.lock import run_lock
 from contrastext.runtime.processes import describe_world, is_main_process
 from contrastext.runtime.run_log import LOG_NAME, read_log
 from contrastext.runtime.seeding import make_generator, set_seed
+from contrastext.runtime.signals import PreemptionWatch, TrainingPreempted
 from contrastext.training.checkpoint import (
     STATE_FILE,
     TrainerState,
     atomic_write_text,
+    checkpoint_name,
     clean_stale_temporaries,
     latest_checkpoint,
     latest_intact_checkpoint,
@@ -76,6 +79,9 @@ from contrastext.training.resume_check import (
     RESUME_FROM,
     check_new_folder,
     check_resume_config,
+    check_resume_data,
+    check_resume_state,
+    data_inputs,
     resumes_in_place,
     run_folder_of,
 )
@@ -150,6 +156,7 @@ class _Run:
     headline_best: tuple[int, float] | None = None  # (step, value) of the printed metric without metric_for_best
     epochs_done: int = 0  # epochs whose last batch has been trained on
     epoch_ended: bool = False  # the step just taken finished an epoch (eval_every / save_every = epoch)
+    data_fingerprint: dict | None = None  # of the data inputs at the start, written into every checkpoint
 
     def __post_init__(self) -> None:
         self.best_folder = self.result.output_dir / "best"
@@ -197,12 +204,17 @@ def apply_speed_settings(method: Method, unpad: bool, compile: bool, gradient_ch
 
 
 def check_resume_matches(config: TrainConfig) -> None:
-    """Refuse ``--resume`` with a config that differs from the latest checkpoint's (keys named), before any model
-    is loaded. Cheap: reads one ``config.yaml``; the trainer checks again the checkpoint it really resumes."""
+    """Refuse ``--resume`` with a config that differs from the latest checkpoint's (keys named), an invalid
+    ``trainer_state.json`` (schema, a step past ``train.max_steps``) or changed data (unless allowed), before any
+    model is loaded. Cheap: reads small files and hashes at most 2 MiB per data file; the trainer checks again
+    the checkpoint it really resumes."""
     folder = latest_checkpoint(Path(config.output_dir))
     saved = folder / "config.yaml" if folder is not None else None
     if saved is not None and saved.is_file():
         check_resume_config(saved.read_text(encoding="utf-8"), config, str(folder))
+    if folder is not None:
+        check_resume_state(folder, config)
+        check_resume_data(folder, config, announce=False)
 
 
 class Trainer:
@@ -283,11 +295,15 @@ class Trainer:
 
         The main process holds ``output_dir``'s lock (:mod:`contrastext.runtime.lock`) for the whole run: a second
         run into the folder is refused naming this one's pid (a run of :func:`~contrastext.runs.registry.run_recipe`
-        holds it already, at its top folder)."""
-        with run_lock(self.output_dir) if is_main_process() else nullcontext():
-            return self._train(resume)
+        holds it already, at its top folder).
 
-    def _train(self, resume) -> TrainResult:
+        SIGTERM while it trains (:class:`~contrastext.runtime.signals.PreemptionWatch`, main thread only, the
+        previous handler put back at the end) finishes the step, saves a checkpoint (main process) and raises
+        :class:`~contrastext.runtime.signals.TrainingPreempted`; ``train(resume=True)`` continues from it."""
+        with run_lock(self.output_dir) if is_main_process() else nullcontext(), PreemptionWatch() as watch:
+            return self._train(resume, watch)
+
+    def _train(self, resume, watch: PreemptionWatch | None = None) -> TrainResult:
         run = self._prepare(resume)
         self._evaluate_start(run)
         progress = tqdm(
@@ -313,8 +329,30 @@ class Trainer:
                 window = _Window()
             if self._checkpoint_if_due(run):
                 window.restart_clock()
+            if watch is not None and self._stop_requested(run, watch):
+                progress.close()
+                self._stop_preempted(run)
         progress.close()
         return self._finish(run)
+
+    def _stop_requested(self, run: _Run, watch: PreemptionWatch) -> bool:
+        """Whether a process got SIGTERM; under a launcher every process learns it at the same step (one small
+        all-reduce per step), so they all stop together."""
+        requested = watch.requested
+        if run.accelerator.num_processes > 1:
+            flag = torch.tensor([1.0 if requested else 0.0], device=run.accelerator.device)
+            requested = bool(run.accelerator.reduce(flag, "sum").item() > 0)
+        return requested
+
+    def _stop_preempted(self, run: _Run) -> None:
+        """SIGTERM: save this step's checkpoint (unless it was just saved), close the log, raise TrainingPreempted."""
+        folder = run.last_checkpoint
+        if folder is None or folder.name != checkpoint_name(run.state.step):
+            self._save_checkpoint(run)
+        run.accelerator.wait_for_everyone()
+        run.log.close()
+        checkpoint = self.output_dir / "checkpoints" / checkpoint_name(run.state.step)
+        raise TrainingPreempted(run.state.step, run.total_steps, checkpoint, self.output_dir)
 
     # ----------------------------------------------------------------------------------------------
     def _prepare(self, resume) -> _Run:
@@ -351,7 +389,7 @@ class Trainer:
             self._claim_output_dir(run_log)
         if main:
             clean_stale_temporaries(self.output_dir)
-        state = self._start(resume, method, optimizer, scheduler, accelerator.scaler, run_log)
+        state = self._start(resume, method, optimizer, scheduler, accelerator.scaler, run_log, total_steps)
         if main:  # only once the run is accepted: a refused run changes nothing on disk
             self.output_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.output_dir / "config.yaml", dump_config(self.config))
@@ -359,6 +397,8 @@ class Trainer:
         result = TrainResult(output_dir=self.output_dir, last_step=state.step, log_path=run_log.path,
                              world_size=accelerator.num_processes)
         run = _Run(accelerator, model, method, optimizer, scheduler, run_log, state, result, total_steps)
+        if main:  # recorded at the start, written into every checkpoint, compared by a resume
+            run.data_fingerprint = data_fingerprints(data_inputs(self.config))
         run.stream = self._stream(state.epoch, state.batch_index)
         if self._by_epoch():
             run.epochs_done = self._completed_epochs(state)
@@ -457,20 +497,26 @@ class Trainer:
         train, state = self.config.train, run.state
         if not (self._due(train.save_every, run) or run.is_last or state.stopped_early):
             return False
+        self._save_checkpoint(run)
+        return True
+
+    def _save_checkpoint(self, run: _Run) -> None:
+        """The checkpoint of this step (main process; the others wait), with the data fingerprint; older ones
+        pruned to ``train.keep_last``."""
         run.accelerator.wait_for_everyone()
-        check_finite_weights(run.method, state.step, "the checkpoint")
+        check_finite_weights(run.method, run.state.step, "the checkpoint")
         if run.main:
             run.last_checkpoint = save_checkpoint(
                 self.output_dir,
                 run.method,
                 run.optimizer,
                 run.scheduler,
-                state,
+                run.state,
                 dump_config(self.config),
                 scaler=run.accelerator.scaler,
+                data_fingerprint=run.data_fingerprint,
             )
-            prune_checkpoints(self.output_dir, train.keep_last)
-        return True
+            prune_checkpoints(self.output_dir, self.config.train.keep_last)
 
     def _finish(self, run: _Run) -> TrainResult:
         """Close the log, fill in the result and export the final encoder."""
@@ -493,8 +539,11 @@ class Trainer:
         return result
 
     # ----------------------------------------------------------------------------------------------
-    def _start(self, resume, method, optimizer, scheduler, scaler, run_log: RunLogger) -> TrainerState:
-        """A fresh state (and seeds), or the one of the checkpoint to resume from (RNG states last)."""
+    def _start(
+        self, resume, method, optimizer, scheduler, scaler, run_log: RunLogger, total_steps: int | None = None
+    ) -> TrainerState:
+        """A fresh state (and seeds), or the one of the checkpoint to resume from (RNG states last), after checking
+        its data fingerprints against the data read now and its trainer state against ``total_steps``."""
         if not resume:
             set_seed(self.seed)
             return TrainerState()
@@ -513,7 +562,9 @@ class Trainer:
         if saved_config.is_file():
             flag = "--resume" if resumes_in_place(folder, self.output_dir) else RESUME_FROM
             check_resume_config(saved_config.read_text(encoding="utf-8"), self.config, str(folder), flag=flag)
-        state = load_checkpoint(folder, method, optimizer, scheduler, scaler)
+        check_resume_data(folder, self.config, flag="--resume" if resumes_in_place(folder, self.output_dir)
+                          else RESUME_FROM)
+        state = load_checkpoint(folder, method, optimizer, scheduler, scaler, total_steps=total_steps)
         if run_log.enabled and not resumes_in_place(folder, self.output_dir):
             adopt_history(run_folder_of(folder), self.output_dir, state)
         run_log.truncate_after(state.step)

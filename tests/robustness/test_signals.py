@@ -1,0 +1,204 @@
+"""Fault suite, signals (issue 21, item 6): SIGTERM (a cluster preempting the job) during training.
+
+- A real ``contrastext train`` process on the tiny BERT gets SIGTERM after a few steps: it finishes the step,
+  saves a checkpoint, prints one line naming the checkpoint and the command that resumes it, and exits with
+  143; that command ends with final weights byte-identical to an uninterrupted run's, and the same log.
+- In-process, ``Trainer.train`` raises ``TrainingPreempted`` after the step's checkpoint; ``train(resume=True)``
+  ends with the uninterrupted weights; the previous SIGTERM handler is back after training (also after the
+  stop), and SIGINT's is never touched.
+- A second SIGTERM exits at once (``SystemExit(143)``, no checkpoint), the lock released and no temporary left.
+- The handler is installed in the main thread only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from contrastext.runtime.lock import LOCK_NAME
+from contrastext.runtime.run_log import read_log
+from contrastext.runtime.signals import PREEMPTED_EXIT_CODE, TrainingPreempted
+from contrastext.training.checkpoint import TEMPORARY_PREFIX, latest_intact_checkpoint, verify_checkpoint
+from contrastext.training.trainer import Trainer
+from tests.cli.cli_runs import run
+from tests.cli.test_train_command import with_sets
+from tests.robustness.hostile import REPO_ROOT
+from tests.robustness.test_outputs_apart_from_inputs import TEXTS, own_data_argv
+from tests.training._tiny_training import TinyMethod, make_config, sentences
+
+STEPS = 40
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def train_argv(model: str, data: Path, output: Path) -> list[str]:
+    argv = own_data_argv(Path(model), data, output)
+    return [*argv, *with_sets(f"train.max_steps={STEPS}", "train.log_every=1", "train.eval_every=null")]
+
+
+def start(argv: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "contrastext", *argv], cwd=REPO_ROOT, env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for_step(output: Path, process: subprocess.Popen, step: int, timeout: float = 120.0) -> None:
+    """Wait until the run's log holds ``step`` (the training loop, with its SIGTERM handler, is running)."""
+    log = output / "train_log.jsonl"
+    deadline = time.monotonic() + timeout
+    while True:
+        if log.is_file() and any(record["step"] >= step for record in read_log(log)):
+            return
+        if process.poll() is not None:
+            raise AssertionError(f"training exited ({process.returncode}) before step {step}: {process.stderr.read()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"step {step} not logged within {timeout} s")
+        time.sleep(0.02)
+
+
+def weight_hashes(folder: Path) -> dict[str, str]:
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.glob("*.safetensors"))}
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    path = tmp_path / "texts.txt"
+    path.write_text(TEXTS, encoding="utf-8")
+    return path
+
+
+def test_sigterm_saves_a_checkpoint_and_the_resume_command_ends_with_the_uninterrupted_weights(
+    tmp_path, tiny_bert_path, data, one_thread, capsys
+):
+    reference = tmp_path / "reference"  # in-process, on one thread as the processes (OMP_NUM_THREADS=1)
+    code, _, stderr = run(train_argv(tiny_bert_path, data, reference), capsys)
+    assert code == 0, stderr
+
+    output = tmp_path / "stopped"
+    process = start(train_argv(tiny_bert_path, data, output))
+    wait_for_step(output, process, 3)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == PREEMPTED_EXIT_CODE, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("stopped by SIGTERM at step ") and "; resume with: contrastext train " in last, stderr
+    assert "SIGTERM: saving a checkpoint at the end of this step" in stderr
+    step = int(last.split("at step ")[1].split()[0])
+    assert 3 <= step < STEPS, "the run ended before the signal arrived: make it longer"
+    checkpoint = output / "checkpoints" / f"step-{step:06d}"
+    assert f"checkpoint saved in {checkpoint}" in last
+    assert latest_intact_checkpoint(output) == verify_checkpoint(checkpoint)
+    assert not (output / LOCK_NAME).exists() and not (output / "final").exists()
+    assert max(record["step"] for record in read_log(output / "train_log.jsonl")) == step
+
+    command = shlex.split(last.split("; resume with: ")[1])
+    assert command[:2] == ["contrastext", "train"] and command[-1] == "--resume"
+    resumed = subprocess.run([sys.executable, "-m", *command], cwd=REPO_ROOT, env=ENV, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    expected = weight_hashes(reference / "final" / "encoder")
+    assert expected and weight_hashes(output / "final" / "encoder") == expected  # byte for byte
+    steps = [record["step"] for record in read_log(output / "train_log.jsonl")]
+    assert steps == list(range(1, STEPS + 1))
+    losses = [record["loss"] for record in read_log(output / "train_log.jsonl")]
+    assert losses == [record["loss"] for record in read_log(reference / "train_log.jsonl")]
+
+
+class SignalledMethod(TinyMethod):
+    """The tiny method that sends this process ``signals`` SIGTERMs during step ``at`` (as a cluster would)."""
+
+    at, signals = 3, 1
+
+    def after_step(self):
+        super().after_step()
+        self.steps = getattr(self, "steps", 0) + 1
+        if self.steps == self.at:
+            for _ in range(self.signals):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.01)  # each delivered (and handled) on its own
+
+
+class SignalledTwice(SignalledMethod):
+    signals = 2
+
+
+def build(minilm_path: str, cls=TinyMethod, init_seed: int = 0):
+    from transformers import AutoTokenizer
+
+    torch.manual_seed(init_seed)
+    return cls(AutoTokenizer.from_pretrained(minilm_path))
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_trainer_stops_after_the_step_s_checkpoint_and_resumes_to_the_same_weights(tmp_path, minilm_path, one_thread):
+    reference = build(minilm_path)
+    Trainer(reference, sentences(), make_config(tmp_path / "reference")).train()
+
+    mine = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: mine.append(signum))
+    try:
+        stopped = build(minilm_path, SignalledMethod)
+        with pytest.raises(TrainingPreempted) as stop:
+            Trainer(stopped, sentences(), make_config(tmp_path / "run")).train()
+        assert signal.getsignal(signal.SIGTERM) is not None and not mine
+        handler = signal.getsignal(signal.SIGTERM)
+        assert callable(handler) and handler.__name__ == "<lambda>"  # the user's handler is back
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # SIGINT never touched
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stop.value.step == 3 and stop.value.checkpoint == tmp_path / "run" / "checkpoints" / "step-000003"
+    verify_checkpoint(stop.value.checkpoint)
+
+    resumed = build(minilm_path, init_seed=9)
+    result = Trainer(resumed, sentences(), make_config(tmp_path / "run")).train(resume=True)
+    assert result.last_step == 12
+    for name, tensor in reference.state_dict().items():
+        assert torch.equal(tensor, resumed.state_dict()[name]), name
+
+
+def test_a_second_sigterm_exits_at_once_without_a_checkpoint(tmp_path, minilm_path, one_thread):
+    output = tmp_path / "run"
+    with pytest.raises(SystemExit) as stop:
+        Trainer(build(minilm_path, SignalledTwice), sentences(), make_config(output, save_every=None)).train()
+    assert stop.value.code == PREEMPTED_EXIT_CODE
+    assert not (output / "checkpoints").exists()  # no checkpoint: it stopped during step 3, before any was due
+    assert not (output / LOCK_NAME).exists()  # released while the exit unwound
+    assert not [path for path in output.rglob("*") if path.name.startswith(TEMPORARY_PREFIX)]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # pytest's (the default) handler is back
+
+
+def test_the_watch_installs_only_in_the_main_thread_and_puts_the_previous_handler_back():
+    import threading
+
+    from contrastext.runtime.signals import PreemptionWatch
+
+    before = signal.getsignal(signal.SIGTERM)
+    with PreemptionWatch() as watch:
+        assert watch.installed and signal.getsignal(signal.SIGTERM) == watch._handle
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) == before
+
+    seen = {}
+
+    def in_a_thread():
+        with PreemptionWatch() as watch:
+            seen["installed"] = watch.installed
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert seen == {"installed": False} and signal.getsignal(signal.SIGTERM) == before
