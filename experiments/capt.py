@@ -339,7 +339,7 @@ def cached_pretrain(args: argparse.Namespace, variant: str) -> dict | None:
 
 def last_losses(log_path: Path, count: int = 3) -> dict[str, float | None]:
     """Mean of the last ``count`` logged values of loss/mlm, loss/capt and grad_norm."""
-    from contrastext.runtime.run_log import read_log
+    from contrastext import read_log
 
     records = [r for r in read_log(log_path) if "loss" in r]
     out: dict[str, float | None] = {}
@@ -352,9 +352,7 @@ def last_losses(log_path: Path, count: int = 3) -> dict[str, float | None]:
 def pretrain(args: argparse.Namespace, variant: str) -> dict:
     """Pre-train one variant (recipe capt-continued through run_recipe), keep only its encoder in
     ``<runs>/capt/pretrained/<variant>/encoder``; returns the stored summary (metrics + overrides)."""
-    from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import run_recipe
-    from contrastext.training.config import load_config
+    from contrastext import load_config, recipe_path, run_recipe
 
     output_dir = runs_root(args) / f"pretrain-{variant}"
     overrides = pretrain_overrides(args, variant, output_dir)
@@ -406,15 +404,13 @@ def run_pretrain(args: argparse.Namespace, variant: str) -> tuple[dict, dict]:
 def finetune(args: argparse.Namespace, variant: str, task: str, seed: int) -> tuple[dict, dict]:
     """One ``<variant>/<task>`` fine-tuning with seed ``seed``: the capt run module's fine-tuning stage
     (``finetune_config``: its warmup, head, evaluation at the end) on a seeded draw of ``--train-rows`` rows."""
+    from contrastext import get_recipe, load_config, recipe_path, set_seed
     from contrastext.methods.classification import ClassificationArgs, FineTuneMethod
     from contrastext.runs.capt import capt_encoder, finetune_config
     from contrastext.runs.classification import head_evaluator
     from contrastext.runs.data import load_classification_data
-    from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_recipe, parse_method_args
+    from contrastext.runs.registry import parse_method_args
     from contrastext.runs.stages import MethodBundle, run_training, stage_config
-    from contrastext.runtime.seeding import set_seed
-    from contrastext.training.config import load_config
 
     pretrained_again = False
     if variant == REFERENCE:

@@ -154,7 +154,7 @@ def estimate_seconds(args: argparse.Namespace) -> float:
 
 def _final_scores(encoder, args: argparse.Namespace) -> dict:
     """Spearman / Pearson (×100) and n of ``encoder`` on STS-B dev and SICK-R dev (first ``final_limit``)."""
-    from contrastext.evaluation.suite import evaluate_tasks
+    from contrastext import evaluate_tasks
 
     result = evaluate_tasks(encoder, list(FINAL_TASKS), args.data_root, batch_size=128, limit=args.final_limit)
     metrics = {}
@@ -174,12 +174,10 @@ def _finite(value) -> float | None:
 
 def run_start(args: argparse.Namespace) -> tuple[dict, dict]:
     """The untrained encoder as the runs' evaluations see it ([CLS], no MLP at inference), and as shipped."""
-    from contrastext.models.encoder import TextEncoder
+    from contrastext import TextEncoder, get_recipe, load_config, recipe_path
     from contrastext.models.names import locate_model
-    from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import get_recipe, parse_method_args
+    from contrastext.runs.registry import parse_method_args
     from contrastext.runs.stages import seeded_build
-    from contrastext.training.config import load_config
 
     sets = overrides(args, BASELINE, START_SEED)
     config = load_config(recipe_path(RECIPE), sets)
@@ -201,7 +199,7 @@ def run_start(args: argparse.Namespace) -> tuple[dict, dict]:
 
 def _curves(log_path: Path) -> dict:
     """Step → gradient norms / STS-B subset score (every evaluation) and step → training loss."""
-    from contrastext.runtime.run_log import read_log
+    from contrastext import read_log
 
     records = read_log(log_path)
     evals = [r for r in records if "eval/grad_alignment" in r]
@@ -245,11 +243,7 @@ def gradient_summary(curves: dict) -> dict:
 
 def run_loss(args: argparse.Namespace, loss: str, seed: int) -> tuple[dict, dict]:
     """Train one loss at one seed, read its curves, score its final encoder on the full dev sets."""
-    from contrastext.evaluation.suite import evaluate_tasks
-    from contrastext.models.encoder import TextEncoder
-    from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import run_recipe
-    from contrastext.training.config import load_config
+    from contrastext import TextEncoder, evaluate_tasks, load_config, recipe_path, run_recipe
 
     sets = overrides(args, loss, seed)
     config = load_config(recipe_path(RECIPE), sets)

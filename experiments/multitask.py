@@ -73,8 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 
-from contrastext.runs.recipes import recipe_path  # noqa: E402
-from contrastext.training.config import load_config  # noqa: E402
+from contrastext import load_config, recipe_path  # noqa: E402
 
 NAME = "multitask"
 RECIPE = "multitask"
@@ -291,7 +290,7 @@ def prepare_data_root(source: Path, target: Path, seed: int = DATA_SHUFFLE_SEED)
 
 def make_run_one(args, data_root: Path):
     """``run_one(setting, seed) -> (config, metrics)``: one training; its folder is deleted afterwards."""
-    from contrastext.runs.registry import run_recipe
+    from contrastext import run_recipe
 
     def run_one(setting: str, seed: int) -> tuple[dict, dict]:
         sets = overrides(setting, seed, args)

@@ -253,8 +253,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, l
 
 
 def load(recipe: str, sets: list[str]):
-    from contrastext.runs.recipes import recipe_path
-    from contrastext.training.config import load_config
+    from contrastext import load_config, recipe_path
 
     return load_config(recipe_path(recipe), sets)
 
@@ -301,7 +300,7 @@ def step_sizes(n: int, batch: int, steps: int) -> list[int]:
 
 def timing(log_path: Path, n: int, batch: int = 32) -> dict:
     """Per-step training time from ``train_log.jsonl`` written with ``log_every=1``."""
-    from contrastext.runtime.run_log import read_log
+    from contrastext import read_log
 
     records = [r for r in read_log(log_path) if "samples_per_s" in r and "step" in r]
     records.sort(key=lambda r: r["step"])
@@ -324,7 +323,7 @@ def timing(log_path: Path, n: int, batch: int = 32) -> dict:
 
 def loss_at_end(log_path: Path, key: str, share: float = 0.1) -> float | None:
     """Mean of a logged loss part over the last ``share`` of the steps (None when it was not logged)."""
-    from contrastext.runtime.run_log import read_log
+    from contrastext import read_log
 
     values = [float(r[key]) for r in read_log(log_path) if key in r and r[key] is not None]
     values = [v for v in values if math.isfinite(v)]
@@ -336,7 +335,7 @@ def loss_at_end(log_path: Path, key: str, share: float = 0.1) -> float | None:
 
 def _skipped_steps(log_path: Path) -> int:
     """Steps the trainer skipped for a non-finite loss (its running count ``skipped_nonfinite``)."""
-    from contrastext.runtime.run_log import read_log
+    from contrastext import read_log
 
     return max((int(r.get("skipped_nonfinite", 0)) for r in read_log(log_path)), default=0)
 
@@ -350,7 +349,7 @@ def _finite(value) -> float | None:
 
 def run_one(args: argparse.Namespace, setting: str, seed: int) -> tuple[dict, dict]:
     """Train one (setting, seed), read its dev metrics and per-step time, delete its folder."""
-    from contrastext.runs.registry import run_recipe
+    from contrastext import run_recipe
 
     recipe, sets = overrides(args, setting, seed)
     config = load(recipe, sets)

@@ -184,8 +184,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> list[str]:
 
 
 def load_run_config(args: argparse.Namespace, setting: str, seed: int):
-    from contrastext.runs.recipes import recipe_path
-    from contrastext.training.config import load_config
+    from contrastext import load_config, recipe_path
 
     return load_config(recipe_path(recipe_of(setting)), overrides(args, setting, seed))
 
@@ -261,9 +260,8 @@ def keep_metrics(evaluated: dict) -> dict:
 
 def evaluate_before(args: argparse.Namespace, setting: str) -> dict:
     """The starting encoder with the setting's pooling, no MLP, scored by the recipe's own evaluator."""
-    from contrastext.runs.simcse import SimCSEUnsupArgs
     from contrastext.runs.evaluation import sentence_evaluator
-    from contrastext.runs.simcse import sentence_encoder
+    from contrastext.runs.simcse import SimCSEUnsupArgs, sentence_encoder
 
     config = load_run_config(args, setting, BEFORE_SEED)
     encoder = sentence_encoder(config, config.method_args_as(SimCSEUnsupArgs))
@@ -273,8 +271,7 @@ def evaluate_before(args: argparse.Namespace, setting: str) -> dict:
 
 def train(args: argparse.Namespace, setting: str, seed: int) -> dict:
     """One recipe run; the final-step metrics, the steps and the last logged training loss."""
-    from contrastext.runs.registry import run_recipe
-    from contrastext.runtime.run_log import read_log
+    from contrastext import read_log, run_recipe
 
     config = load_run_config(args, setting, seed)
     summary = run_recipe(config, data_root=Path(args.data_root))

@@ -54,6 +54,7 @@ from contrastext.data.readers.table import (
     read_table,
     table_columns,
 )
+from contrastext.data.task_kinds import CLASSIFICATION_KINDS
 from contrastext.data.tasks import Task
 from contrastext.errors import ConfigError, DataFormatError, EmptyDataError
 
@@ -438,7 +439,7 @@ def user_task(name: str, kind: str, label_names: Sequence[str] | None, descripti
     def no_reader(path):
         raise ConfigError(f"task {name!r} is a user's data set; it is read with its data spec, not the registry")
 
-    classes = kind in ("single", "pair")
+    classes = kind in CLASSIFICATION_KINDS
     return Task(
         name=name,
         kind=kind,  # type: ignore[arg-type]

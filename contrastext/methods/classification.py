@@ -36,13 +36,10 @@ from torch import Tensor
 
 from contrastext.data.collate import encoder_inputs, labels_tensor, tokenize
 from contrastext.data.examples import Example
+from contrastext.data.task_kinds import LABELLED_KINDS, SCORED_PAIR_KINDS
 from contrastext.errors import ConfigError
 from contrastext.models.heads import ClassificationHead, RegressionHead
 from contrastext.training.method import Method
-
-CLASSIFICATION_KINDS = ("single", "pair")
-REGRESSION_KINDS = ("sts", "regression")  # scored pairs: stsb, sickr, stsb-glue, minbert-sts
-SUPPORTED_KINDS = CLASSIFICATION_KINDS + REGRESSION_KINDS
 
 
 class ClassificationArgs(BaseModel):
@@ -72,8 +69,8 @@ class ClassificationMethod(Method):
 
     def __init__(self, encoder, task, head_dropout: float = 0.1):
         super().__init__()
-        if task.kind not in SUPPORTED_KINDS:
-            raise ConfigError(f"task {task.name} has kind {task.kind!r}; fine-tuning supports {SUPPORTED_KINDS}")
+        if task.kind not in LABELLED_KINDS:
+            raise ConfigError(f"task {task.name} has kind {task.kind!r}; fine-tuning supports {LABELLED_KINDS}")
         self.encoder = encoder
         self.task_name = task.name
         self.task_kind = task.kind
@@ -81,7 +78,7 @@ class ClassificationMethod(Method):
         # The class names in id order (a user's string labels, a registry task's names); [] for regression.
         self.label_names: list[str] = (
             []
-            if task.kind in REGRESSION_KINDS
+            if task.kind in SCORED_PAIR_KINDS
             else [str(name) for name in task.label_names or range(task.num_labels)]
         )
         width = encoder.hidden_size
@@ -92,7 +89,7 @@ class ClassificationMethod(Method):
 
     @property
     def is_regression(self) -> bool:
-        return self.task_kind in REGRESSION_KINDS
+        return self.task_kind in SCORED_PAIR_KINDS
 
     def tokenize(self, examples: Sequence[Example]) -> dict[str, Tensor]:
         """Tokenise single texts or pairs (``[CLS] a [SEP] b [SEP]``), padded to the longest in the batch."""

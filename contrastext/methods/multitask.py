@@ -54,6 +54,7 @@ from torch import Tensor, nn
 
 from contrastext.data.collate import encoder_inputs, labels_tensor, tokenize
 from contrastext.data.examples import Example
+from contrastext.data.task_kinds import SCORED_PAIR_KINDS
 from contrastext.errors import ConfigError
 from contrastext.methods.pcgrad import pcgrad_surrogate
 from contrastext.models.heads import ClassificationHead, DensePairHead, PairHead
@@ -63,8 +64,6 @@ from contrastext.runtime.processes import is_distributed
 from contrastext.training.method import Method
 
 DEFAULT_TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
-CLASS_KINDS = ("single", "pair")
-SCORE_KINDS = ("regression", "sts")
 MNR_PART = "mnr"
 
 
@@ -133,7 +132,7 @@ def head_outputs(task: Any) -> int:
     """Outputs of a task's head: its classes (single text), 1 for a binary or scored pair, else its classes."""
     if task.kind == "single":
         return task.num_labels
-    if task.kind in SCORE_KINDS or task.num_labels == 2:
+    if task.kind in SCORED_PAIR_KINDS or task.num_labels == 2:
         return 1
     return task.num_labels
 
@@ -181,7 +180,7 @@ class MultitaskMethod(Method):
         it starts near the MSE-best constant instead of near 0, far below 0–5 scores, where the first steps'
         MSE gradient is large and of one sign for every pair (it then says "higher", not "which pairs")."""
         for name, mean in means.items():
-            if self.task_kinds.get(name) not in SCORE_KINDS:
+            if self.task_kinds.get(name) not in SCORED_PAIR_KINDS:
                 raise ValueError(f"{name!r} is not a scored pair task here; scored: {self.score_tasks()}")
             head = self.heads[name]
             linear = head.output if isinstance(head, DensePairHead) else head.classifier.linear
@@ -189,7 +188,7 @@ class MultitaskMethod(Method):
                 linear.bias.fill_(float(mean))
 
     def score_tasks(self) -> list[str]:
-        return [name for name in self.task_names if self.task_kinds[name] in SCORE_KINDS]
+        return [name for name in self.task_names if self.task_kinds[name] in SCORED_PAIR_KINDS]
 
     def _mnr_task(self, args: MultitaskArgs) -> str:
         if args.mnr_task not in self.task_names or self.task_kinds[args.mnr_task] != "pair":
@@ -260,7 +259,7 @@ class MultitaskMethod(Method):
     def task_loss(self, name: str, entry: dict) -> Tensor:
         """Cross-entropy (classes), binary cross-entropy on one logit (binary pairs) or MSE (scored pairs)."""
         outputs = self.outputs(name, entry).float()
-        if self.task_kinds[name] in SCORE_KINDS:
+        if self.task_kinds[name] in SCORED_PAIR_KINDS:
             return F.mse_loss(outputs, entry["labels"].float())
         if self.outputs_of[name] == 1:
             return F.binary_cross_entropy_with_logits(outputs, entry["labels"].float())
@@ -308,7 +307,7 @@ class MultitaskMethod(Method):
             entry = self.tokenize_task(task, rows)
             entry = {part: {k: v.to(self.device) for k, v in tokens.items()} for part, tokens in entry.items()}
             outputs = self.outputs(task, entry).float()
-            if self.task_kinds[task] in SCORE_KINDS:
+            if self.task_kinds[task] in SCORED_PAIR_KINDS:
                 return outputs
             return (outputs > 0).long() if self.outputs_of[task] == 1 else outputs.argmax(dim=-1)
 

@@ -45,6 +45,7 @@ import numpy as np
 from contrastext.data.examples import Example, IndexedExample, TaskExample
 from contrastext.data.quality import DUPLICATE_WARNING, drop_blank, duplicate_positives
 from contrastext.data.sources import DEFAULT_HOLDOUT, SOURCE_KEYS, DataSpec, choose_source
+from contrastext.data.task_kinds import CLASSIFICATION_KINDS, LABELLED_KINDS
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet
 from contrastext.methods.classification import ClassificationArgs
@@ -53,9 +54,6 @@ from contrastext.runtime.seeding import derive_seed
 
 logger = logging.getLogger("contrastext.runs")
 
-CLASSIFICATION_KINDS = ("single", "pair")
-REGRESSION_KINDS = ("sts", "regression")  # scored pairs: stsb, sickr, stsb-glue, minbert-sts
-SUPPORTED_KINDS = CLASSIFICATION_KINDS + REGRESSION_KINDS
 DEFAULT_MULTITASK_TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
 FEW_SHOT_SAMPLING = ("label_distribution", "per_class")
 # A stage that trains on a registry task (CAPT's fine-tuning) drops the run's own file or dataset keys.
@@ -259,10 +257,10 @@ def task_splits_and_eval_name(config) -> tuple[Any, str, str, str]:
                 f"{config.source or '<config>'}: eval.tasks: fine-tuning on {task.name} is evaluated on the same "
                 f"task, got {config.eval.tasks[0]!r}"
             )
-    if task.kind not in SUPPORTED_KINDS:
+    if task.kind not in LABELLED_KINDS:
         raise ConfigError(
             f"{config.source or '<config>'}: data.task: {task.name} has kind {task.kind!r}; fine-tuning needs a "
-            f"task of kind {', '.join(SUPPORTED_KINDS)} (e.g. sst2, mrpc, cola, rte, qnli, qqp, stsb, sst5)"
+            f"task of kind {', '.join(LABELLED_KINDS)} (e.g. sst2, mrpc, cola, rte, qnli, qqp, stsb, sst5)"
         )
     return task, train_split, eval_split, task.name
 
@@ -509,10 +507,10 @@ def load_multitask_data(config, args: MultitaskArgs, data_root: Path | None) -> 
     for index, spec in enumerate(specs):
         name, _, split = spec.partition(":")
         task = get_task(name)
-        if task.kind not in SUPPORTED_KINDS:
+        if task.kind not in LABELLED_KINDS:
             raise ConfigError(
                 f"{config.source or '<config>'}: data.tasks: {task.name} has kind {task.kind!r}; multitask needs "
-                f"labelled tasks of kind {', '.join(SUPPORTED_KINDS)}"
+                f"labelled tasks of kind {', '.join(LABELLED_KINDS)}"
             )
         if task.name in evaluation:
             raise ConfigError(f"{config.source or '<config>'}: data.tasks: {task.name} is given twice")

@@ -31,9 +31,10 @@ import numpy as np
 
 from contrastext.data.examples import Example
 from contrastext.data.sampling import JointTaskBatchSampler, MultiTaskBatchSampler
+from contrastext.data.task_kinds import SCORED_PAIR_KINDS
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet, make_evaluator
-from contrastext.methods.multitask import SCORE_KINDS, MultitaskArgs, MultitaskMethod
+from contrastext.methods.multitask import MultitaskArgs, MultitaskMethod
 from contrastext.methods.simcse import SimCSE
 from contrastext.objectives.registry import make_objective
 from contrastext.runs.data import apply_limit, load_multitask_data
@@ -58,8 +59,8 @@ def task_scores(sets: Sequence[EvalSet], metrics: Mapping[str, float]) -> list[t
     """``(is a scored pair, value)`` per set: the Pearson r (×100) of scored pairs, else the accuracy (×100)."""
     scores = []
     for eval_set in sets:
-        scored = eval_set.task.kind in SCORE_KINDS
-        scores.append((scored, metrics[f"{eval_set.prefix}_{'pearson' if scored else 'accuracy'}"]))
+        scored = eval_set.task.kind in SCORED_PAIR_KINDS
+        scores.append((scored, metrics[eval_set.key("pearson" if scored else "accuracy")]))
     return scores
 
 
