@@ -315,7 +315,7 @@ def clean(value):
 
 def draw_record(summary: dict, seed: int, task: str = "sst2") -> dict:
     """The metrics of one draw from the recipe's summary (``runs[<seed>]``: its metrics.json) and its log."""
-    from contrastext.runtime.run_log import read_log
+    from contrastext import read_log
 
     run = summary["runs"][str(seed)]
     report = run.get("report") or {}
@@ -353,9 +353,7 @@ def run_scl(
     args: argparse.Namespace, experiment: str, sets: list[str], seed: int, folder: Path
 ) -> tuple[dict, dict]:
     """Run the ``scl`` recipe for one draw with ``sets``; ``(config record, metrics)``; the folder is removed."""
-    from contrastext.runs.recipes import recipe_path
-    from contrastext.runs.registry import run_recipe
-    from contrastext.training.config import load_config
+    from contrastext import load_config, recipe_path, run_recipe
 
     config = load_config(recipe_path(RECIPE), sets)
     summary = run_recipe(config, data_root=Path(args.data_root))
@@ -525,7 +523,7 @@ def test_label_counts(data_root: str, eval_limit: int | None = None) -> tuple[tu
 def majority_share(args: argparse.Namespace) -> tuple[float | None, str]:
     """``(share, sentence)``: the percentage of the test rows in the majority class (the accuracy of always
     answering it: chance level here) and a sentence for the report; ``(None, why)`` without SST-2."""
-    from contrastext.errors import ContrastextError
+    from contrastext import ContrastextError
 
     try:
         counts = dict(test_label_counts(str(args.data_root), args.eval_limit))
