@@ -24,7 +24,7 @@ the task's whole dev split, the recipe's protocol: batch 32, lr 2e-5 linear, cli
   plain fine-tuning gradient; its step time includes the idle critic and is not used as a time baseline).
 
 Table-1 and ablation training sets are seeded balanced draws (``data.few_shot`` = N per class: the reclaim run
-draws per class, the plain run is told ``few_shot_sampling=per_class``: the same rows at the same seed). The
+draws per class, the plain run is told ``data.few_shot_sampling=per_class``: the same rows at the same seed). The
 memory banks hold one row per training example, so the banks here have 1,500 (SST-2) or 600 rows, not 67,349:
 K = 100 is 7 % (SST-2) or 17 % (MRPC, RTE) of the bank instead of 0.15 %, a different regime.
 
@@ -233,14 +233,13 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, l
             "method_args.negatives=topk",
             f"method_args.lam={lam}",
         ]
-    sets.append(f"data.few_shot={per_class(args, task)}")
+    sets += [f"data.few_shot={per_class(args, task)}", "data.few_shot_sampling=per_class"]  # reclaim's default too
     if variant == PLAIN:
         return "scl", [
             *sets,
             "method_args.lam=0",
             f"method_args.seeds=[{seed}]",
             "method_args.protocol=dev",
-            "method_args.few_shot_sampling=per_class",
             "data.label_noise=0",
         ]
     negatives = "topk" if variant == top_variant(args) else variant

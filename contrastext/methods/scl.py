@@ -15,7 +15,8 @@ sum / N when every anchor has one. The method returns the UNWEIGHTED parts ``ce`
 text reports neither a grid nor the chosen values: λ = 0.9, τ = 0.3 are our defaults (docs/methods/scl.md).
 
 The paper's protocol (validation / test split of the GLUE dev set, 10 few-shot draws, the top 3 draws by
-validation accuracy) is :mod:`contrastext.runs.scl`; the keys that set it are in :class:`SCLArgs`.
+validation accuracy) is :mod:`contrastext.runs.scl`; the keys that set it are its ``SCLArgs`` (``method_args``)
+and ``data.few_shot`` / ``data.few_shot_sampling`` / ``data.label_noise``. This module holds the Method.
 
 Regression tasks (STS-B): SupCon needs classes, so ``lam > 0`` is a :class:`ConfigError`; ``lam: 0``
 is the documented fallback, plain MSE fine-tuning (the part is then called ``mse``).
@@ -29,64 +30,11 @@ Example::
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field, field_validator
 from torch import Tensor
 
 from contrastext.errors import ConfigError
-from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
+from contrastext.methods.classification import ClassificationMethod
 from contrastext.objectives.supcon import CEPlusSupCon, SupCon
-
-
-class SCLArgs(ClassificationArgs):
-    """``method_args`` of the ``scl`` recipe; every default is the paper's where the paper gives one."""
-
-    preset: Literal["paper", "practical"] = Field(
-        default="paper",
-        description="paper: the recipe's paper settings; practical: settings that learn on your own file in a few "
-        "hundred steps (all rows, one training, lr 3e-5 linear with 10 % warmup, head_lr 1e-3, λ 0.3, SupCon "
-        "mean); a key given with --set wins (docs/methods/scl.md)",
-    )
-    lam: float = Field(default=0.9, ge=0, le=1, description="λ: weight of SupCon; CE weighs 1 − λ (paper: tuned)")
-    temperature: float = Field(default=0.3, gt=0, description="τ of SupCon (paper: tuned)")
-    supcon_reduction: Literal["sum", "mean"] = Field(
-        default="sum", description="sum over the batch (Eq. 3) or mean over the anchors with a positive"
-    )
-    seeds: list[int] | None = Field(
-        default=None,
-        description="one run per seed (few-shot draw, label flips, training); default: [seed]; the paper: 10",
-    )
-
-    @field_validator("seeds")
-    @classmethod
-    def _some_seeds(cls, value: list[int] | None) -> list[int] | None:
-        if value is not None and not value:
-            raise ValueError("an empty list trains nothing: give at least one seed, or leave the key out (one run "
-                             "with `seed`)")  # fmt: skip
-        return value
-    few_shot_sampling: Literal["label_distribution", "per_class"] = Field(
-        default="label_distribution",
-        description="data.few_shot = N in total following the training label distribution (§4.1), or N per class",
-    )
-    protocol: Literal["validation_test", "dev"] = Field(
-        default="validation_test",
-        description="validation_test: split the evaluation split into validation (selection) and test (report), "
-        "§4.1; dev: select and report on the whole evaluation split (optimistic)",
-    )
-    validation_size: int = Field(default=500, gt=0, description="validation rows (§4.1: ~500), at most the rest")
-    test_share: float = Field(default=0.5, gt=0, lt=1, description="share of the evaluation split that is test")
-    split_seed: int = Field(default=0, ge=0, description="seed of the validation / test split (same for every draw)")
-    top_k: int | None = Field(
-        default=None,
-        gt=0,
-        description="draws averaged in the paper's figure, best by validation; default 3 with data.few_shot, "
-        "else 1 (§4.1)",
-    )
-    report_metric: str | None = Field(
-        default=None,
-        description="metric ranking the draws and reported; default accuracy (§4.1), the task's score for regression",
-    )
 
 
 class SCLMethod(ClassificationMethod):

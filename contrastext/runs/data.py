@@ -296,9 +296,9 @@ def load_classification_data(
 ) -> ClassificationData:
     """Training and evaluation examples of ``data.task`` (see the module docstring for every option).
 
-    ``data.few_shot`` = N: ``few_shot_sampling="label_distribution"`` draws N examples in total following the
-    training label distribution (Gunel et al., §4.1; the ``scl`` recipe's default), ``"per_class"`` N of
-    each class.
+    ``data.few_shot`` = N: ``data.few_shot_sampling`` (else ``few_shot_sampling``, the recipe's default)
+    ``"label_distribution"`` draws N examples in total following the training label distribution (Gunel et al.,
+    §4.1; the ``scl`` recipe's default), ``"per_class"`` N of each class.
     """
     from contrastext.data.tasks import holdout_split, load_task
 
@@ -327,6 +327,7 @@ def load_classification_data(
         evaluation = evaluation[: config.eval.limit]
     description = {"task": task.name, "train": train_name, "eval": eval_name, "draw_seed": seed, **description}
     if config.data.few_shot is not None:
+        few_shot_sampling = config.data.few_shot_sampling or few_shot_sampling
         train = _few_shot(train, task, config.data.few_shot, seed, few_shot_sampling)
         description["few_shot"] = config.data.few_shot
         description["few_shot_sampling"] = few_shot_sampling

@@ -10,7 +10,7 @@ The protocol (§4.1), each part a ``method_args`` key whose default is the paper
   (``<task>_test_<metric>``, in each draw's ``metrics.json`` under ``report.test_metrics``).
   ``protocol: dev`` selects and reports on the whole evaluation split (optimistic; not the paper).
 - **Draws** (``seeds``; the recipe lists 10): one training per seed, each with its own few-shot draw
-  (``data.few_shot`` = N in total following the training label distribution, ``few_shot_sampling``), label
+  (``data.few_shot`` = N in total following the training label distribution, ``data.few_shot_sampling``), label
   flips (``data.label_noise``) and training randomness, under ``<output_dir>/seed-<s>/``.
 - **The paper's figure**: the mean ± std of the test ``report_metric`` (accuracy) of the ``top_k`` (3) draws
   with the best validation ``report_metric``; beside it the plain mean ± std over all draws. Full-data runs
@@ -37,9 +37,13 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field, field_validator
 
 from contrastext.errors import ConfigError
-from contrastext.methods.scl import SCLArgs, SCLMethod
+from contrastext.methods.classification import ClassificationArgs
+from contrastext.methods.scl import SCLMethod
 from contrastext.runs.classification import (
     classifier_encoder,
     classifier_evaluation_text,
@@ -71,13 +75,64 @@ CLASSIFICATION_METRICS = ("accuracy", "f1", "mcc", "score")
 REGRESSION_METRICS = ("spearman", "pearson", "score")
 FEW_SHOT_TOP_K = 3  # §4.1: "the top 3 models based on their validation accuracies out of 10"
 FULL_DATA_TOP_K = 1  # §4.1: "pick the top model out of 10 seeds based on validation accuracy"
+FEW_SHOT_SAMPLING = "label_distribution"  # §4.1: "taking the label distribution ... into account"; data.few_shot_sampling
+
+
+class SCLArgs(ClassificationArgs):
+    """``method_args`` of the ``scl`` recipe; every default is the paper's where the paper gives one. The draw's
+    data keys are ``data.few_shot``, ``data.few_shot_sampling`` (default here: label_distribution, §4.1) and
+    ``data.label_noise``."""
+
+    moved_keys: ClassVar[dict[str, str]] = {"few_shot_sampling": "data.few_shot_sampling"}
+
+    preset: Literal["paper", "practical"] = Field(
+        default="paper",
+        description="paper: the recipe's paper settings; practical: settings that learn on your own file in a few "
+        "hundred steps (all rows, one training, lr 3e-5 linear with 10 % warmup, head_lr 1e-3, λ 0.3, SupCon "
+        "mean); a key given with --set wins (docs/methods/scl.md)",
+    )
+    lam: float = Field(default=0.9, ge=0, le=1, description="λ: weight of SupCon; CE weighs 1 − λ (paper: tuned)")
+    temperature: float = Field(default=0.3, gt=0, description="τ of SupCon (paper: tuned)")
+    supcon_reduction: Literal["sum", "mean"] = Field(
+        default="sum", description="sum over the batch (Eq. 3) or mean over the anchors with a positive"
+    )
+    seeds: list[int] | None = Field(
+        default=None,
+        description="one run per seed (few-shot draw, label flips, training); default: [seed]; the paper: 10",
+    )
+
+    @field_validator("seeds")
+    @classmethod
+    def _some_seeds(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and not value:
+            raise ValueError("an empty list trains nothing: give at least one seed, or leave the key out (one run "
+                             "with `seed`)")  # fmt: skip
+        return value
+    protocol: Literal["validation_test", "dev"] = Field(
+        default="validation_test",
+        description="validation_test: split the evaluation split into validation (selection) and test (report), "
+        "§4.1; dev: select and report on the whole evaluation split (optimistic)",
+    )
+    validation_size: int = Field(default=500, gt=0, description="validation rows (§4.1: ~500), at most the rest")
+    test_share: float = Field(default=0.5, gt=0, lt=1, description="share of the evaluation split that is test")
+    split_seed: int = Field(default=0, ge=0, description="seed of the validation / test split (same for every draw)")
+    top_k: int | None = Field(
+        default=None,
+        gt=0,
+        description="draws averaged in the paper's figure, best by validation; default 3 with data.few_shot, "
+        "else 1 (§4.1)",
+    )
+    report_metric: str | None = Field(
+        default=None,
+        description="metric ranking the draws and reported; default accuracy (§4.1), the task's score for regression",
+    )
 
 
 def load_data(config: TrainConfig, args: SCLArgs, data_root: Path | None) -> ClassificationData:
     """The run's training draw (seed ``config.seed``) and, under ``protocol: validation_test``, its
     validation and test sets (the same for every draw: ``split_seed``)."""
     data = load_classification_data(
-        config, args, data_root, seed=config.seed, few_shot_sampling=args.few_shot_sampling
+        config, args, data_root, seed=config.seed, few_shot_sampling=FEW_SHOT_SAMPLING
     )
     if args.protocol == "validation_test":
         data = split_validation_test(data, args.validation_size, args.test_share, args.split_seed)

@@ -321,7 +321,13 @@ class DataSection(Section):
         "seed (in file order)",
     )
     few_shot: int | None = Field(
-        default=None, gt=0, description="N training examples drawn (SCL: N in total, see method_args.few_shot_sampling)"
+        default=None, gt=0, description="N training examples drawn, by the run's seed (see few_shot_sampling)"
+    )
+    few_shot_sampling: Literal["label_distribution", "per_class"] | None = Field(
+        default=None,
+        description="how few_shot draws: N in total following the training label distribution (Gunel et al. §4.1), "
+        "or N of each class; None: the recipe's own (scl: label_distribution; reclaim and the fine-tunings: "
+        "per_class)",
     )
     label_noise: float = Field(default=0.0, ge=0, lt=1, description="share of labels flipped")
     task_sampling: Literal["sequential", "round_robin", "proportional"] = "proportional"

@@ -42,7 +42,7 @@ def test_default_plan_settings_and_seeds():
 
 def test_every_run_loads_with_valid_keys():
     from contrastext.methods.reclaim import ReclaimArgs
-    from contrastext.methods.scl import SCLArgs
+    from contrastext.runs.scl import SCLArgs
 
     args = _args()
     models = {"reclaim": ReclaimArgs, "scl": SCLArgs}
@@ -56,7 +56,7 @@ def test_every_run_loads_with_valid_keys():
         assert config.train.metric_for_best is None and config.train.log_every == 1
         if recipe == "scl":
             assert variant == "plain" and method_args.lam == 0 and method_args.seeds == [3]
-            assert method_args.protocol == "dev" and method_args.few_shot_sampling == "per_class"
+            assert method_args.protocol == "dev" and config.data.few_shot_sampling == "per_class"
         elif fraction is not None:
             assert method_args.labelled_fraction == fraction and method_args.k == 10
             assert method_args.lam == (0 if variant == "lam0" else 0.1)
@@ -70,7 +70,7 @@ def test_every_run_loads_with_valid_keys():
 def test_plain_baseline_trains_like_the_reclaim_recipe():
     """The scl λ = 0 run and the reclaim run agree on every train / data / eval key and the head's args."""
     from contrastext.methods.reclaim import ReclaimArgs
-    from contrastext.methods.scl import SCLArgs
+    from contrastext.runs.scl import SCLArgs
 
     args = _args()
     for task in rc.TASKS:

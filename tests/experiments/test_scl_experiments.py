@@ -33,8 +33,8 @@ def _fixed_chance_level(monkeypatch):
 
 
 def _check_overrides(sets: list[str]):
-    from contrastext.methods.scl import SCLArgs
     from contrastext.runs.recipes import recipe_path
+    from contrastext.runs.scl import SCLArgs
     from contrastext.training.config import load_config
 
     config = load_config(recipe_path("scl"), sets)

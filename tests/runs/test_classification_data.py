@@ -21,7 +21,9 @@ RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "scl.yaml"
 
 
 def config_for(tmp_path, *overrides: str):
-    return load_config(RECIPE, [f"output_dir={tmp_path}", *overrides])
+    """scl.yaml as a plain classification config: its data.few_shot_sampling cleared, so the sampling is the
+    ``few_shot_sampling`` argument (the recipe's default) unless an override sets it."""
+    return load_config(RECIPE, [f"output_dir={tmp_path}", "data.few_shot_sampling=null", *overrides])
 
 
 class _Plain(ClassificationMethod):

@@ -13,11 +13,11 @@ import pytest
 
 import contrastext.cli.train_command  # noqa: F401  (registers the command until cli/__init__ imports it)
 from contrastext.methods.multitask import MultitaskArgs
-from contrastext.methods.scl import SCLArgs
 from contrastext.runs import capt, multitask, scl
 from contrastext.runs.capt import CAPTArgs
 from contrastext.runs.plan import plan_lines
 from contrastext.runs.recipes import recipe_names, recipe_path
+from contrastext.runs.scl import SCLArgs
 from contrastext.training.config import load_config
 from tests.cli.cli_runs import run
 

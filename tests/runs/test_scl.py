@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from contrastext.errors import ConfigError
-from contrastext.methods.scl import SCLArgs, SCLMethod
+from contrastext.methods.scl import SCLMethod
 from contrastext.runs.registry import get_recipe, run_recipe
-from contrastext.runs.scl import all_draws, build, load_data, top_k_by_validation
+from contrastext.runs.scl import FEW_SHOT_SAMPLING, SCLArgs, all_draws, build, load_data, top_k_by_validation
 from contrastext.runs.stages import run_training
 from contrastext.training.config import load_config
 from tests.objectives import naive_objectives as naive
@@ -36,14 +36,21 @@ def test_recipe_defaults_are_the_papers():
     config = load_config(RECIPES / "scl.yaml", [])
     args = SCLArgs.model_validate(config.method_args)
     assert (config.train.lr, config.train.batch_size, config.train.weight_decay) == (1e-5, 16, 0.0)
-    assert config.data.few_shot == 20 and args.few_shot_sampling == "label_distribution"
+    assert config.data.few_shot == 20 and config.data.few_shot_sampling == "label_distribution"
     assert args.seeds == list(range(1, 11)) and args.top_k == 3 and args.report_metric == "accuracy"
     assert (args.protocol, args.validation_size, args.test_share) == ("validation_test", 500, 0.5)
     assert args.supcon_reduction == "sum" and args.head_dropout == 0.1 and args.pooling == "cls"
     defaults = SCLArgs()
-    assert (defaults.protocol, defaults.few_shot_sampling, defaults.supcon_reduction) == (
+    assert (defaults.protocol, FEW_SHOT_SAMPLING, defaults.supcon_reduction) == (
         "validation_test", "label_distribution", "sum"
     )
+
+
+def test_the_moved_few_shot_sampling_key_names_its_new_place():
+    """The draw's keys are all data.* (issue 20): the old method_args key is an error naming data.few_shot_sampling."""
+    config = load_config(RECIPES / "scl.yaml", ["method_args.few_shot_sampling=per_class"])
+    with pytest.raises(ConfigError, match=r"--set method_args.few_shot_sampling .*set data.few_shot_sampling"):
+        config.method_args_as(SCLArgs)
 
 
 def test_checkpoint_is_selected_on_validation_and_scored_once_on_test(tmp_path, tiny_bert_path, data_root):
