@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -9,14 +10,20 @@ import pytest
 import torch
 from torch import nn
 
-from contrastext.errors import MissingDataError
+from contrastext.errors import CorruptFileError, MissingDataError
 from contrastext.training.checkpoint import (
+    FINGERPRINT_FILE,
+    STATE_FILE,
     TrainerState,
     atomic_write_text,
     latest_checkpoint,
     load_checkpoint,
     prune_checkpoints,
+    read_data_fingerprint,
+    read_manifest,
+    read_trainer_state,
     save_checkpoint,
+    write_manifest,
 )
 from contrastext.training.schedules import build_optimizer, build_scheduler
 
@@ -198,3 +205,107 @@ def test_clean_stale_temporaries_removes_leftovers_and_restores_a_moved_folder(t
     write_folder_atomically(tmp_path / "best", lambda folder: (folder / "x").write_text("new"))
     assert clean_stale_temporaries(tmp_path) == []
     assert clean_stale_temporaries(tmp_path / "missing") == []
+
+
+# ------------------------------------------------------------------ issue 21, item 3: what a resume reads
+
+
+def _saved(tmp_path, step: int = 1, **extra):
+    model, optimizer, scheduler = _parts()
+    for _ in range(step):
+        optimizer.step()  # no gradients: nothing moves, but the scheduler is stepped in the right order
+        scheduler.step()
+    return save_checkpoint(tmp_path, model, optimizer, scheduler, TrainerState(step=step), "seed: 1\n", **extra)
+
+
+def _rewrite(folder, name: str, write) -> None:
+    write(folder / name)
+    write_manifest(folder)  # re-hashed: the manifest alone cannot tell a forged file
+
+
+@pytest.mark.parametrize(
+    ("state", "key"),
+    [({"step": "three"}, "'step'"), ({"step": -2}, "'step'"), ({"step": 1.0}, "'step'"),
+     ({"step": 1, "epoch": None}, "'epoch'"), ({"step": 1, "best_metric": float("nan"), "best_step": 1}, "best_metric"),
+     ({"step": 1, "best_step": 1}, "best_metric and best_step"), ({"step": 1, "stopped_early": 1}, "'stopped_early'")],
+)
+def test_read_trainer_state_refuses_off_schema_values_naming_the_key(tmp_path, state, key):
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(state), encoding="utf-8")
+    with pytest.raises(CorruptFileError, match="invalid trainer state") as refused:
+        read_trainer_state(path)
+    assert str(path) in str(refused.value) and key in str(refused.value)
+
+
+def test_read_trainer_state_keeps_unknown_keys_out_and_checks_the_plan(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"step": 5, "epoch": 1, "a_future_key": [1]}), encoding="utf-8")
+    assert read_trainer_state(path, total_steps=5) == TrainerState(step=5, epoch=1)
+    with pytest.raises(CorruptFileError, match=r"key 'step' is 5, beyond the run's 4 planned steps"):
+        read_trainer_state(path, total_steps=4)
+
+
+def test_load_checkpoint_refuses_a_forged_step_before_restoring_anything(tmp_path):
+    folder = _saved(tmp_path, step=2)
+    model, optimizer, scheduler = _parts()
+    before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    with pytest.raises(CorruptFileError, match="beyond the run's 1 planned steps"):
+        load_checkpoint(folder, model, optimizer, scheduler, total_steps=1)
+    _rewrite(folder, STATE_FILE, lambda path: path.write_text(json.dumps({"step": 1}), encoding="utf-8"))
+    with pytest.raises(CorruptFileError, match="key 'step' is 1 but the checkpoint is step-000002"):
+        load_checkpoint(folder, model, optimizer, scheduler)
+    assert all(torch.equal(before[name], tensor) for name, tensor in model.state_dict().items())
+
+
+def test_a_step_below_the_scheduler_s_count_is_refused(tmp_path):
+    folder = _saved(tmp_path, step=3)
+    renamed = folder.with_name("step-000001")
+    folder.rename(renamed)
+    _rewrite(renamed, STATE_FILE, lambda path: path.write_text(json.dumps({"step": 1}), encoding="utf-8"))
+    with pytest.raises(CorruptFileError, match="key 'step' is 1 but scheduler.pt has taken 3 steps"):
+        load_checkpoint(renamed, *_parts())
+
+
+@pytest.mark.parametrize("damage", ["cpu state shortened", "cpu state float", "numpy key shortened", "no python"])
+def test_an_rng_state_of_the_wrong_shape_is_refused_naming_the_key(tmp_path, damage):
+    folder = _saved(tmp_path)
+
+    def write(path):
+        state = torch.load(path, weights_only=True)
+        if damage == "cpu state shortened":
+            state["torch"] = state["torch"][:100]
+        elif damage == "cpu state float":
+            state["torch"] = state["torch"].float()
+        elif damage == "numpy key shortened":
+            state["numpy"]["key"] = state["numpy"]["key"][:10]
+        else:
+            del state["python"]
+        torch.save(state, path)
+
+    _rewrite(folder, "rng.pt", write)
+    key = {"cpu state shortened": "'torch'", "cpu state float": "'torch'", "numpy key shortened": "'numpy.key'",
+           "no python": "'python'"}[damage]
+    with pytest.raises(CorruptFileError, match="invalid RNG state") as refused:
+        load_checkpoint(folder, *_parts())
+    assert key in str(refused.value) and "rng.pt" in str(refused.value)
+
+
+def test_an_optimizer_state_of_another_model_is_one_error_naming_the_file(tmp_path):
+    folder = _saved(tmp_path)
+    small = nn.Linear(2, 2)
+    _rewrite(folder, "optimizer.pt",
+             lambda path: torch.save(build_optimizer(small, lr=0.1, weight_decay=0.0).state_dict(), path))
+    with pytest.raises(CorruptFileError, match="does not fit this run") as refused:
+        load_checkpoint(folder, *_parts())
+    assert "optimizer.pt" in str(refused.value)
+
+
+def test_the_data_fingerprint_is_saved_in_the_checkpoint_and_its_manifest(tmp_path):
+    recorded = {"data.path": {"path": "x.txt", "fingerprint": {"size": 3, "mtime": 1.0, "sha256": "ab"}}}
+    folder = _saved(tmp_path, data_fingerprint=recorded)
+    assert read_data_fingerprint(folder) == recorded
+    assert FINGERPRINT_FILE in read_manifest(folder)
+    assert read_data_fingerprint(_saved(tmp_path / "old")) is None  # no fingerprint given: none written
+    (folder / FINGERPRINT_FILE).write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(CorruptFileError, match="unreadable data fingerprint"):
+        read_data_fingerprint(folder)
