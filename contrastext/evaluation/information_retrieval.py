@@ -80,9 +80,14 @@ def _chunk_top(scores: Tensor, ranks: Tensor, k: int, total: int) -> tuple[Tenso
     """The top ``k`` columns of each row of ``scores`` by (−score, rank): (values, column positions).
 
     ``ranks`` are the chunk's columns' id ranks, all below ``total`` (the corpus size)."""
-    values, positions = scores.topk(k, dim=1, largest=True, sorted=False)
-    thresholds = values.min(dim=1, keepdim=True).values
-    tied = (scores >= thresholds).sum(dim=1) > k
+    if k < scores.size(1):  # one more than asked: equal scores straddle the cut iff the (k+1)-th equals the k-th
+        values, positions = scores.topk(k + 1, dim=1, largest=True, sorted=True)
+        tied = values[:, k] >= values[:, k - 1]
+        values, positions = values[:, :k].contiguous(), positions[:, :k].contiguous()
+    else:
+        values, positions = scores.topk(k, dim=1, largest=True, sorted=True)
+        tied = torch.zeros(scores.size(0), dtype=torch.bool)
+    thresholds = values[:, k - 1 :]
     if bool(tied.any()):
         # Rows where equal scores straddle the cut: every score above it first, then the ties of lowest rank
         # (ST's integer key, so the result does not depend on where the chunks end).
@@ -114,16 +119,18 @@ def search_top_k(
     corpus_chunk_size: int = 50_000,
     query_chunk_size: int = 1024,
     progress: Callable[[int], None] | None = None,
+    ranks: Tensor | None = None,
 ) -> Hits:
     """Each query's top ``min(k, len(corpus))`` corpus rows by ``score_function``, ordered as ST orders them.
 
     ``corpus`` may be a tensor or anything sliceable into rows (a numpy memmap): only one chunk is converted
-    to a float32 tensor at a time. ``progress(n)`` is called with the rows of each corpus chunk searched."""
+    to a float32 tensor at a time. ``progress(n)`` is called with the rows of each corpus chunk searched;
+    ``ranks``: :func:`id_ranks` of ``corpus_ids`` when already computed."""
     n_corpus = len(corpus_ids)
     if n_corpus == 0 or queries.size(0) == 0:
         raise EmptyDataError("nothing to search: the queries or the corpus are empty")
     k = min(k, n_corpus)
-    ranks = id_ranks(corpus_ids)
+    ranks = id_ranks(corpus_ids) if ranks is None else ranks
     queries = queries.float()
     best_scores = queries.new_empty(queries.size(0), 0)
     best_ranks = torch.empty(queries.size(0), 0, dtype=torch.long)
@@ -151,8 +158,14 @@ def search_top_k(
     return Hits(best_scores, rows[best_ranks])
 
 
+DISCOUNTS: list[float] = []
+
+
 def _dcg(relevances: Sequence[int], k: int) -> float:
-    return sum(relevances[i] / np.log2(i + 2) for i in range(min(len(relevances), k)))
+    """Σ relᵢ / log2(i + 2) over the first k (ST's ``compute_dcg_at_k``, the same float operations)."""
+    while len(DISCOUNTS) < min(len(relevances), k):
+        DISCOUNTS.append(float(np.log2(len(DISCOUNTS) + 2)))
+    return sum(relevances[i] / DISCOUNTS[i] for i in range(min(len(relevances), k)))
 
 
 def metrics_from_hits(
@@ -210,9 +223,10 @@ def information_retrieval_metrics(
     queries = queries[torch.tensor(kept, dtype=torch.long)]
     relevant = [set(relevant_docs[query_ids[row]]) for row in kept]
     results: dict[str, float] = {}
+    ranks = id_ranks(corpus_ids)
     for name in score_functions:
         hits = search_top_k(queries, corpus_embeddings, corpus_ids, max(ks), name, corpus_chunk_size,
-                            query_chunk_size, progress)
+                            query_chunk_size, progress, ranks)
         ranked = [[corpus_ids[row] for row in query_rows] for query_rows in hits.rows.tolist()]
         for key, value in metrics_from_hits(ranked, relevant, ks).items():
             results[f"{name}_{key}"] = value
