@@ -508,9 +508,8 @@ def test_label_counts(data_root: str, eval_limit: int | None = None) -> tuple[tu
     (``contrastext.runs.scl.load_data``: SST-2 dev split by ``split_validation_test`` with the recipe's
     ``validation_size``, ``test_share`` and ``split_seed``). The same for every run, draw and flip rate (the
     test rows are clean). Raises ContrastextError / OSError when SST-2 cannot be read."""
-    from contrastext.runs.recipes import recipe_path
+    from contrastext import load_config, recipe_path
     from contrastext.runs.scl import SCLArgs, load_data
-    from contrastext.training.config import load_config
 
     sets = [] if not eval_limit else [f"eval.limit={eval_limit}"]
     config = load_config(recipe_path(RECIPE), sets)
