@@ -44,7 +44,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -96,19 +96,11 @@ class MultitaskArgs(BaseModel):
     mnr_task: str = Field(default="minbert-quora", description="the paraphrase task whose label-1 pairs are positives")
     mnr_temperature: float = Field(default=0.05, gt=0, description="τ of the cosine InfoNCE (scale 1/τ = 20)")
     mnr_weight: float = Field(default=1.0, ge=0, description="weight of the mnr part")
-    # task schedule (the sampler; data.task_sampling picks the strategy)
-    sequential_order: list[str] | None = Field(
-        default=None, description="sequential: task order, all epochs of each (null: data.tasks order)"
-    )
-    round_robin_order: list[str] | None = Field(
-        default=None, description="round_robin: task order within each epoch, repeats allowed (null: data.tasks)"
-    )
-    round_robin_unit: Literal["pass", "batch"] = Field(
-        default="pass", description="round_robin: a whole pass of each entry, or one batch of each in turn"
-    )
-    proportional_replacement: bool = Field(
-        default=False, description="proportional: independent draws instead of shuffling the merged batches"
-    )
+    # the task schedule is data.* (data.task_sampling, ...); the keys that were here moved there (issue 20)
+    moved_keys: ClassVar[dict[str, str]] = {
+        key: f"data.{key}"
+        for key in ("sequential_order", "round_robin_order", "round_robin_unit", "proportional_replacement")
+    }
     # PCGrad
     pcgrad: bool = Field(default=False, description="every task each step, PCGrad on the shared parameters")
     pcgrad_reduction: Literal["mean", "sum"] = Field(default="mean", description="combine the projected gradients")

@@ -49,7 +49,7 @@ from contrastext.runs.stages import (
     stage_config,
     stage_length,
 )
-from contrastext.training.config import TrainConfig
+from contrastext.training.config import DataSection, TrainConfig
 from contrastext.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
@@ -110,17 +110,18 @@ def training_score_means(method: MultitaskMethod, examples: Sequence[Example]) -
     return means
 
 
-def task_order(args: MultitaskArgs, strategy: str, names: Sequence[str]) -> list[int] | None:
-    """The ``sequential_order`` / ``round_robin_order`` of ``strategy`` as task indices (None: data.tasks order)."""
+def task_order(data: DataSection, strategy: str, names: Sequence[str]) -> list[int] | None:
+    """``data.sequential_order`` / ``data.round_robin_order`` (by ``strategy``) as task indices (None: data.tasks
+    order)."""
     key = {"sequential": "sequential_order", "round_robin": "round_robin_order"}.get(strategy)
-    order = getattr(args, key) if key else None
+    order = getattr(data, key) if key else None
     if order is None:
         return None
     unknown = [name for name in order if name not in names]
     missing = [name for name in names if name not in order]
     if not order or unknown or missing:
         raise ConfigError(
-            f"method_args.{key}: {order} must name every task of data.tasks ({list(names)}) at least once"
+            f"data.{key}: {order} must name every task of data.tasks ({list(names)}) at least once"
             + (f"; unknown: {unknown}" if unknown else "")
             + (f"; never trained: {missing}" if missing else "")
         )
@@ -135,15 +136,15 @@ def schedule_description(config: TrainConfig, args: MultitaskArgs, names: Sequen
             description["ignored"] = {"data.task_weights": config.data.task_weights}
         return description
     strategy = config.data.task_sampling
-    order = task_order(args, strategy, names)
+    order = task_order(config.data, strategy, names)
     description: dict = {"strategy": strategy}
     if strategy == "proportional":
         description.update(weights=config.data.task_weights, temperature=config.data.task_temperature,
-                           replacement=args.proportional_replacement)
+                           replacement=config.data.proportional_replacement)
     else:
         description["order"] = [names[index] for index in order] if order is not None else list(names)
     if strategy == "round_robin":
-        description["unit"] = args.round_robin_unit
+        description["unit"] = config.data.round_robin_unit
     return description
 
 
@@ -166,10 +167,10 @@ def batch_sampler(config: TrainConfig, args: MultitaskArgs, sizes: Sequence[int]
         temperature=data.task_temperature,
         weights=data.task_weights if data.task_sampling == "proportional" else None,
         drop_last=train.drop_last,
-        order=task_order(args, data.task_sampling, names),
+        order=task_order(data, data.task_sampling, names),
         epochs=train.epochs or 1.0,
-        unit=args.round_robin_unit,
-        replacement=args.proportional_replacement,
+        unit=data.round_robin_unit,
+        replacement=data.proportional_replacement,
     )
 
 

@@ -330,9 +330,24 @@ class DataSection(Section):
         "per_class)",
     )
     label_noise: float = Field(default=0.0, ge=0, lt=1, description="share of labels flipped")
-    task_sampling: Literal["sequential", "round_robin", "proportional"] = "proportional"
-    task_temperature: float = Field(default=1.0, gt=0)
-    task_weights: list[float] | None = None
+    # the multi-task schedule (one task per batch; method_args.pcgrad joins every task instead)
+    task_sampling: Literal["sequential", "round_robin", "proportional"] = Field(
+        default="proportional", description="multi-task batches: the order of the tasks' batches"
+    )
+    task_temperature: float = Field(default=1.0, gt=0, description="proportional: p_t ∝ (w_t·n_t)^(1/T)")
+    task_weights: list[float] | None = Field(default=None, description="proportional: w_t, in data.tasks order")
+    proportional_replacement: bool = Field(
+        default=False, description="proportional: independent draws instead of shuffling the merged batches"
+    )
+    sequential_order: list[str] | None = Field(
+        default=None, description="sequential: task order, all epochs of each (null: data.tasks order)"
+    )
+    round_robin_order: list[str] | None = Field(
+        default=None, description="round_robin: task order within each epoch, repeats allowed (null: data.tasks)"
+    )
+    round_robin_unit: Literal["pass", "batch"] = Field(
+        default="pass", description="round_robin: a whole pass of each entry, or one batch of each in turn"
+    )
 
 
 class EvalSection(Section):

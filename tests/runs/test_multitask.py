@@ -75,8 +75,8 @@ def test_recipe_defaults_are_the_reports_final_setting():
         "pooler", "joint", True, "tanh", True)
     assert (args.simcse, args.simcse_task, args.simcse_epochs) == ("supervised", "nli-triplets", 100)
     assert (args.pcgrad, args.pcgrad_reduction, args.mnr) == (False, "mean", False)
-    assert args.round_robin_order == ["minbert-sst", "minbert-sts", "minbert-sst", "minbert-sts", "minbert-quora"]
-    assert args.sequential_order == ["minbert-quora", "minbert-sst", "minbert-sts"]
+    assert config.data.round_robin_order == ["minbert-sst", "minbert-sts", "minbert-sst", "minbert-sts", "minbert-quora"]
+    assert config.data.sequential_order == ["minbert-quora", "minbert-sst", "minbert-sts"]
 
 
 def test_pair_heads_are_cross_encoders_in_both_orders_with_the_difference(tmp_path, tiny_bert, data_root):
@@ -271,9 +271,9 @@ def test_bad_settings_are_named(tmp_path, tiny_bert, data_root):
         run_recipe(fast_config(tmp_path, tiny_bert, "eval.tasks=[stsb:dev]"), data_root=data_root)
     with pytest.raises(ConfigError, match="loss_weights"):
         run_recipe(fast_config(tmp_path, tiny_bert, "method_args.loss_weights={sst: 2.0}"), data_root=data_root)
-    with pytest.raises(ConfigError, match=r"method_args\.round_robin_order.*unknown: \['sst'\]"):
+    with pytest.raises(ConfigError, match=r"data\.round_robin_order.*unknown: \['sst'\]"):
         run_recipe(fast_config(tmp_path, tiny_bert, "data.task_sampling=round_robin",
-                               "method_args.round_robin_order=[sst, minbert-sts]"), data_root=data_root)
+                               "data.round_robin_order=[sst, minbert-sts]"), data_root=data_root)
     with pytest.raises(ConfigError, match=r"data\.task_weights has 2 values for 3 tasks"):
         run_recipe(fast_config(tmp_path, tiny_bert, "data.task_weights=[1.0, 2.0]"), data_root=data_root)
     with pytest.raises(ConfigError, match=r"method_args\.simcse_task: stsb has kind 'sts'"):
@@ -325,3 +325,14 @@ def test_pcgrad_is_refused_across_processes_with_a_clear_error(tmp_path, tiny_be
     monkeypatch.setattr(multitask_module, "is_distributed", lambda: True)
     with pytest.raises(ConfigError, match="single process"):
         method.on_train_start(3)
+
+
+def test_the_task_schedule_keys_moved_to_data_name_their_new_place():
+    """The schedule is data.* with data.task_sampling (issue 20): an old method_args key names its data key."""
+    from contrastext.training.config import load_config
+
+    for key, value in (("round_robin_order", "[minbert-sst]"), ("sequential_order", "[minbert-sst]"),
+                       ("round_robin_unit", "batch"), ("proportional_replacement", "true")):  # fmt: skip
+        config = load_config(RECIPES / "multitask.yaml", [f"method_args.{key}={value}"])
+        with pytest.raises(ConfigError, match=rf"--set method_args.{key} .*set data.{key}$"):
+            config.method_args_as(MultitaskArgs)
