@@ -86,3 +86,19 @@ def test_bad_input_is_one_error_line(tmp_path, capsys, minilm_path):
     (tmp_path / "exists").mkdir()
     code, _, err = mine(["-m", minilm_path, "-i", str(pairs), "-o", str(tmp_path / "exists")], capsys)
     assert code == 2 and "already exists" in err
+
+
+def test_a_datasets_folder_and_a_table_corpus_are_read(tmp_path, capsys, minilm_path):
+    datasets = pytest.importorskip("datasets")
+    folder = tmp_path / "pairs_dataset"
+    datasets.Dataset.from_dict({"question": [f"what about {t}?" for t in TOPICS],
+                                "answer": [f"a short text on {t}" for t in TOPICS]}).save_to_disk(str(folder))  # fmt: skip
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "body": f"a story about {t}"}) + "\n" for i, t in enumerate(TOPICS)))
+    output = tmp_path / "mined.tsv"
+    code, out, err = mine(["-m", minilm_path, "-i", str(folder), "--corpus", str(corpus), "--corpus-column", "body",
+                           "-o", str(output), "--num-negatives", "1", "--search", "ivf"], capsys)  # fmt: skip
+    assert code == 0, err
+    lines = output.read_text().splitlines()
+    assert lines[0] == "question\tanswer\tnegative" and len(lines) == 1 + len(TOPICS)
+    assert any("a story about" in line for line in lines[1:])  # the corpus texts are candidates
