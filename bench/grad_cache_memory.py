@@ -304,8 +304,7 @@ def verdicts(results: list[Result]) -> list[str]:
     return lines
 
 
-def conditions(args: argparse.Namespace, load_before: tuple[float, ...]) -> list[str]:
-    """The report's "Run conditions" section (``common.run_conditions``) with this benchmark's settings."""
+def render(args: argparse.Namespace, load_before: tuple[float, ...], results: list[Result]) -> str:
     import torch
 
     cuda = args.device.startswith("cuda")
@@ -321,14 +320,11 @@ def conditions(args: argparse.Namespace, load_before: tuple[float, ...]) -> list
         f"({'torch.cuda.max_memory_allocated' if cuda else 'profiler allocation events'}); "
         f"RSS = the process's VmHWM during step {args.steps - 1}, reset just before it"
     )
-    return common.run_conditions(SCRIPT, args.argv, args.device, load_before, versions, [measured])
-
-
-def render(args: argparse.Namespace, load_before: tuple[float, ...], results: list[Result]) -> str:
+    conditions = common.run_conditions(SCRIPT, args.argv, args.device, load_before, versions, [measured])
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     lines = [
         begin,
-        *conditions(args, load_before),
+        *conditions,
         "",
         "### Peak memory of one training step",
         "",

@@ -312,28 +312,6 @@ def bench_topk(
 # --------------------------------------------------------------------------------------------------- report
 
 
-def conditions(args: argparse.Namespace, device: torch.device, load_before: tuple[float, ...]) -> list[str]:
-    """The report's "Run conditions" section (``common.run_conditions``) with this benchmark's settings."""
-    import faiss
-    import pytorch_metric_learning
-    import sentence_transformers
-
-    versions = (
-        f"torch {torch.__version__}, torch.get_num_threads() = {torch.get_num_threads()} (faiss OpenMP threads "
-        f"set to the same); sentence-transformers {sentence_transformers.__version__}, pytorch-metric-learning "
-        f"{pytorch_metric_learning.__version__}, faiss {faiss.__version__}"
-    )
-    measured = (
-        f"float32, width d = {args.dim}; time = median of {args.repeats} forward+backward runs after a warm-up; "
-        f"peak = extra memory allocated during one forward+backward "
-        f"({'torch.cuda.max_memory_allocated' if device.type == 'cuda' else 'PyTorch profiler allocation events'})"
-    )
-    return common.run_conditions(
-        SCRIPT, args.argv, str(device), load_before, versions, [measured],
-        load_note="(the machine is shared; the implementations of a case run round-robin)",
-    )
-
-
 def loss_table(rows: list[LossRow]) -> list[str]:
     lines = [
         "| objective | batch | peer | ours ms | peer ms | time ours/peer | ours MiB | peer MiB | memory ours/peer "
@@ -374,10 +352,28 @@ def render(
     args: argparse.Namespace, device: torch.device, load_before: tuple[float, ...],
     loss_rows: list[LossRow], search_rows: list[SearchRow],
 ) -> str:
+    import faiss
+    import pytorch_metric_learning
+    import sentence_transformers
+
+    versions = (
+        f"torch {torch.__version__}, torch.get_num_threads() = {torch.get_num_threads()} (faiss OpenMP threads "
+        f"set to the same); sentence-transformers {sentence_transformers.__version__}, pytorch-metric-learning "
+        f"{pytorch_metric_learning.__version__}, faiss {faiss.__version__}"
+    )
+    measured = (
+        f"float32, width d = {args.dim}; time = median of {args.repeats} forward+backward runs after a warm-up; "
+        f"peak = extra memory allocated during one forward+backward "
+        f"({'torch.cuda.max_memory_allocated' if device.type == 'cuda' else 'PyTorch profiler allocation events'})"
+    )
+    conditions = common.run_conditions(
+        SCRIPT, args.argv, str(device), load_before, versions, [measured],
+        load_note="(the machine is shared; the implementations of a case run round-robin)",
+    )
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     lines = [
         begin,
-        *conditions(args, device, load_before),
+        *conditions,
         "",
         "### Losses: forward + backward (ours vs peers, same embeddings)",
         "",
