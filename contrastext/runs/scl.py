@@ -42,6 +42,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from contrastext.errors import ConfigError
+from contrastext.evaluation.evaluators import metric_key
 from contrastext.methods.classification import ClassificationArgs
 from contrastext.methods.scl import SCLMethod
 from contrastext.runs.classification import (
@@ -247,8 +248,8 @@ def report_keys(config: TrainConfig, args: SCLArgs) -> tuple[str, str]:
             f"{', '.join(known)}"
         )
     if args.protocol == "validation_test":
-        return f"{name}_validation_{metric}", f"{name}_test_{metric}"
-    return f"{name}_{eval_split}_{metric}", f"{name}_{eval_split}_{metric}"
+        return metric_key(name, "validation", metric), metric_key(name, "test", metric)
+    return metric_key(name, eval_split, metric), metric_key(name, eval_split, metric)
 
 
 def run(config: TrainConfig, args: SCLArgs, data_root: Path | None, resume: bool = False) -> dict:
