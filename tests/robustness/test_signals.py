@@ -8,6 +8,9 @@
   stop), and SIGINT's is never touched.
 - A second SIGTERM exits at once (``SystemExit(143)``, no checkpoint), the lock released and no temporary left.
 - The handler is installed in the main thread only.
+- Under ``torchrun`` (2 processes, slow): SIGTERM to the launcher reaches both processes, which stop at the same
+  step; the main one alone saves the checkpoint and prints the line; ``--resume`` under torchrun ends with the
+  uninterrupted 2-process run's weights (dropout off: only the main process's RNG state is saved).
 """
 
 from __future__ import annotations
@@ -202,3 +205,52 @@ def test_the_watch_installs_only_in_the_main_thread_and_puts_the_previous_handle
     thread.start()
     thread.join()
     assert seen == {"installed": False} and signal.getsignal(signal.SIGTERM) == before
+
+
+@pytest.fixture
+def dropout_free_tiny_bert(tmp_path, tiny_bert_path) -> Path:
+    """The tiny BERT without dropout: only the main process saves ``rng.pt``, so under a launcher the other
+    processes' dropout masks after a resume are not the uninterrupted run's (a limit of checkpoints, not of the
+    stop); without dropout both runs compute the same numbers."""
+    import json
+    import shutil
+
+    folder = tmp_path / "tiny-no-dropout"
+    shutil.copytree(tiny_bert_path, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.slow
+def test_under_torchrun_every_process_stops_at_one_step_and_only_the_main_one_saves(
+    tmp_path, dropout_free_tiny_bert, data
+):
+    torchrun = [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node", "2", "-m",
+                "contrastext"]
+    env = {**ENV, "TOKENIZERS_PARALLELISM": "false"}
+    reference = tmp_path / "reference"
+    done = subprocess.run([*torchrun, *train_argv(str(dropout_free_tiny_bert), data, reference)], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    output = tmp_path / "stopped"
+    process = subprocess.Popen([*torchrun, *train_argv(str(dropout_free_tiny_bert), data, output)], cwd=REPO_ROOT,
+                               env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_step(output, process, 2)
+    process.send_signal(signal.SIGTERM)  # torchrun passes it on to both processes, as a cluster's agent would
+    _, stderr = process.communicate(timeout=300)
+    stops = [line for line in stderr.splitlines() if line.startswith("stopped by SIGTERM at step ")]
+    assert len(stops) == 1, stderr[-3000:]  # the main process says it, once
+    step = int(stops[0].split("at step ")[1].split()[0])
+    assert 2 <= step < STEPS
+    assert [path.name for path in (output / "checkpoints").glob("step-*")] == [f"step-{step:06d}"]
+    verify_checkpoint(output / "checkpoints" / f"step-{step:06d}")
+    assert not (output / LOCK_NAME).exists()
+
+    resumed = subprocess.run([*torchrun, *train_argv(str(dropout_free_tiny_bert), data, output), "--resume"],
+                             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected = weight_hashes(reference / "final" / "encoder")
+    assert weight_hashes(output / "final" / "encoder") == expected
