@@ -125,7 +125,7 @@ def effective_config(recipe: Path, overrides: list[str], output: Path | None) ->
 def show_command(
     recipe: RecipeArgument, overrides: SetOption = None, output: OutputOption = None
 ) -> None:
-    """Print the effective config (YAML) of RECIPE with the --set overrides: every key, defaults and the method's
+    """Print the effective config (YAML) of RECIPE with the --set overrides: every key, defaults and the recipe's
     method_args included, each value followed by its origin (recipe, --set, --output, default).
 
     It validates as `contrastext train` does and loads nothing. Example:

@@ -1,7 +1,7 @@
 """``docs/CONFIG.md``, generated from the pydantic models: every recipe key with its type, default and description.
 
 The sections of :class:`~contrastext.training.config.TrainConfig` (top level, ``train``, ``data``, ``eval``)
-and, for every recipe method of the run registry, its ``method_args`` model (``contrastext/methods/``).
+and, for every recipe of the recipe registry, its ``method_args`` model (``contrastext/runs/``).
 Nested models (a field typed by another pydantic model) get a table of their own.
 
 Regenerate after changing a config model (a test compares the committed file with a fresh rendering)::
@@ -48,7 +48,7 @@ key, its value and where the value came from (the recipe, `--set`, the default).
   (exactly that many optimiser steps; the data is cycled as often as needed) and `epochs` is not used. The
   one exception: `epochs` given with `--set` over a recipe *file* that sets `max_steps` (the command line
   wins over the file). Both given with `--set`, or both in the file: `max_steps`. At least one is required.
-  Stages of several-stage methods that fix their own `max_steps` (CAPT's fine-tuning, the multitask
+  Stages of several-stage recipes that fix their own `max_steps` (CAPT's fine-tuning, the multitask
   pre-step) follow the same rule.
 - **Data root.** `--data-root` (else `$CONTRASTEXT_DATA`) is read only when a registry task is used
   (`data.task`, `eval.tasks` entries naming a benchmark); training on your own file needs none.
@@ -178,7 +178,7 @@ def render() -> str:
     parts += [
         "## `method_args`",
         "",
-        "Each recipe method validates `method_args` with its own model (unknown keys are errors).",
+        "Each recipe validates `method_args` with its own model (unknown keys are errors).",
         "",
     ]
     for name in recipe_names():

@@ -173,11 +173,11 @@ def check_objective_fits(config: TrainConfig, name: str, objective: nn.Module, d
         more = ", or give (anchor, positive, negative) triplets (data.columns.negative)" if supervised else ""
         raise ConfigError(
             f"{key}: {owner} needs a hard negative per anchor (loss(anchors, positives, negatives)); "
-            f"{config.method} trains on {trains_on}. Use a pair objective "
+            f"the recipe {config.method} trains on {trains_on}. Use a pair objective "
             f"({', '.join(objectives_taking('pairs'))}){more}"
         )
     raise ConfigError(
-        f"{key}: {owner} is not an objective on (anchor, positive[, negative]) batches; {config.method} trains "
+        f"{key}: {owner} is not an objective on (anchor, positive[, negative]) batches; the recipe {config.method} trains "
         f"on {'triplets' if shape == 'triplets' else trains_on}: use one of "
         f"{', '.join(objectives_taking(shape))}"
     )

@@ -363,9 +363,12 @@ class EvalSection(Section):
 
 
 class TrainConfig(Section):
-    """A whole run: which method, which model, where to write, and the sections above."""
+    """A whole run: which recipe, which model, where to write, and the sections above."""
 
-    method: str = Field(description="the recipe's method (simcse-unsup, simcse-sup, gd, scl, reclaim, capt, multitask, ...)")
+    method: str = Field(
+        description="the recipe to run, by its registry name (simcse-unsup, simcse-sup, mnrl, gd, scl, reclaim, capt, "
+        "multitask, ...); the key keeps its name for the recipes already written"
+    )
     model: str = Field(
         description="starting model: a local folder, bundled:all-MiniLM-L6-v2, or a Hugging Face hub name"
     )
