@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
-from pydantic import BaseModel, ConfigDict
+from typing import ClassVar
 
+import pytest
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from contrastext.data.views import VIEWS
 from contrastext.errors import ConfigError
-from contrastext.training.config import TrainConfig, load_config, parse_override, validate_method_args
+from contrastext.training.config import (
+    TrainConfig,
+    load_config,
+    parse_override,
+    registered,
+    validate_method_args,
+)
 from contrastext.training.key_names import HF_NAMES, config_keys
 
 RECIPE = """\
@@ -339,3 +348,38 @@ def test_a_checkpoint_config_with_a_duplicate_key_is_a_config_error(recipe):
     config = load_config(recipe)
     with pytest.raises(ConfigError, match=r"--resume: the config.yaml of ck cannot be read: line 2: duplicate key"):
         check_resume_config("seed: 7\nseed: 8\n", config, "ck")
+
+
+# --- issue 20: one name per key, registered parts by name ----------------------------------------------------
+
+
+class MovedArgs(SimArgs):
+    moved_keys: ClassVar[dict[str, str]] = {"tau": "method_args.temperature", "old.deep": "data.new_place"}
+
+
+def test_a_moved_key_is_an_error_naming_the_new_key(recipe, tmp_path):
+    with pytest.raises(ConfigError, match=r"--set train.tensorboard \(over .*\): train.tensorboard: .*set train.report_to"):
+        load_config(recipe, ["train.tensorboard=false"])
+    config = load_config(recipe, ["method_args.tau=0.1"])
+    with pytest.raises(ConfigError, match=r"--set method_args.tau .*method_args.tau: .*set method_args.temperature$"):
+        config.method_args_as(MovedArgs)
+    with pytest.raises(ConfigError, match=r"recipe.yaml: method_args.old.deep: .*set data.new_place"):
+        validate_method_args(MovedArgs, {"old": {"deep": 1}}, recipe)
+    assert validate_method_args(MovedArgs, {"temperature": 0.1}, recipe).temperature == 0.1
+
+
+class NamedArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    view: str = "identity"
+
+    @field_validator("view")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        return registered(name, VIEWS)
+
+
+def test_a_registered_name_is_checked_against_its_registry_listing_the_names(recipe):
+    assert validate_method_args(NamedArgs, {"view": "shuffle"}, recipe).view == "shuffle"
+    with pytest.raises(ConfigError, match=r"method_args.view: .*unknown view 'shufle'; known views: delete, identity.*"
+                                          r"did you mean 'shuffle'"):  # fmt: skip
+        validate_method_args(NamedArgs, {"view": "shufle"}, recipe)
