@@ -49,7 +49,7 @@ from tqdm.auto import tqdm
 
 from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
-from contrastext.errors import ConfigError, MissingDataError
+from contrastext.errors import ConfigError, ContrastextError, CorruptFileError, MissingDataError
 from contrastext.runtime.fingerprint import data_fingerprints
 from contrastext.runtime.lock import run_lock
 from contrastext.runtime.processes import describe_world, is_main_process
@@ -68,6 +68,7 @@ from contrastext.training.checkpoint import (
     prune_checkpoints,
     save_checkpoint,
     save_method_state,
+    verify_checkpoint,
     write_folder_atomically,
 )
 from contrastext.training.config import TrainConfig, dump_config
@@ -212,9 +213,24 @@ def check_resume_matches(config: TrainConfig) -> None:
     saved = folder / "config.yaml" if folder is not None else None
     if saved is not None and saved.is_file():
         check_resume_config(saved.read_text(encoding="utf-8"), config, str(folder))
-    if folder is not None:
+    if folder is None:
+        return
+    try:
         check_resume_state(folder, config)
         check_resume_data(folder, config, announce=False)
+    except CorruptFileError:
+        if verify_quietly(folder):
+            raise  # intact by its manifest, yet invalid: forged or written wrong
+        # damaged after the fact: the trainer skips it with a warning and resumes an older intact checkpoint
+
+
+def verify_quietly(folder: Path) -> bool:
+    """Whether ``folder`` passes :func:`verify_checkpoint` (sizes and SHA-256 against its manifest)."""
+    try:
+        verify_checkpoint(folder)
+    except ContrastextError:
+        return False
+    return True
 
 
 class Trainer:

@@ -147,7 +147,7 @@ def test_only_the_main_process_prints_the_banner_and_the_metrics(tmp_path, capsy
     import contrastext.runs.registry as registry
 
     summary = {"metrics": {"stsb_dev_spearman": 0.5}, "best_step": 2, "log_path": str(tmp_path / "log")}
-    monkeypatch.setattr(registry, "run_recipe", lambda config, root, resume=False, resume_from=None: summary)
+    monkeypatch.setattr(registry, "run_recipe", lambda config, root, resume=False, resume_from=None, **_: summary)
     argv = ["train", RECIPE, *with_sets(*FAST), "--output", str(tmp_path / "run")]
     monkeypatch.setenv("RANK", "1")  # a second process, before the trainer sets the process group up
     code, stdout, stderr = run(argv, capsys)

@@ -207,3 +207,23 @@ def test_resume_from_a_checkpoint_whose_data_changed_is_refused(trained, tmp_pat
     line = one_error(moved, capsys)
     assert line.startswith("error: --resume-from: the training data changed") and str(data) in line
     assert folder_digest(output) == before and not new.exists()
+
+
+def test_a_state_damaged_after_the_fact_is_skipped_not_refused(tmp_path, tiny_bert_path, capsys, caplog):
+    """A trainer_state.json that no longer matches its manifest (a bit flip, not a forgery) is the damaged-checkpoint
+    case: the resume falls back to the previous intact checkpoint with a warning, as before."""
+    data = tmp_path / "texts.txt"
+    data.write_text(TEXTS, encoding="utf-8")
+    output = tmp_path / "run"
+    argv = [*own_data_argv(Path(tiny_bert_path), data, output), *with_sets("train.save_every=1")]
+    code, _, stderr = run(argv, capsys)
+    assert code == 0, stderr
+    state = output / "checkpoints" / CHECKPOINT / "trainer_state.json"
+    text = state.read_text(encoding="utf-8")
+    state.write_text(text.replace('"step": 2', '"step": x'), encoding="utf-8")  # same size: only a hash sees it
+    assert state.read_text(encoding="utf-8") != text
+    with caplog.at_level(logging.WARNING, logger="contrastext.training"):
+        code, _, stderr = run(resume_argv(argv), capsys)
+    assert code == 0, stderr
+    assert any("skipping checkpoint step-000002" in record.getMessage() for record in caplog.records)
+    assert json.loads((output / "metrics.json").read_text())["last_step"] == 4
