@@ -76,6 +76,7 @@ def overlap(mine: dict[str, set[str]], theirs: dict[str, set[str]]) -> float:
         ({"absolute_margin": 0.02, "num_negatives": 2, "output_format": "n-tuple"}, "exact"),
         ({"num_negatives": 3, "output_format": "labeled-pair"}, "exact"),
         ({"num_negatives": 4, "sampling_strategy": "random", "range_max": 20}, "exact"),
+        ({"num_negatives": 3, "include_positives": True}, "exact"),
     ],
 )
 def test_negatives_equal_st(st_model, nli_rows, options, search):
