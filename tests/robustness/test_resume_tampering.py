@@ -12,7 +12,10 @@ is tampered with and ``train --resume`` is run through the command line:
 - the same bytes with a new modification time: accepted without a word about the data;
 - a checkpoint without ``data_fingerprint.json`` (saved before fingerprints existed): resumed, with a line saying
   the data could not be verified;
-- ``--resume-from`` a checkpoint whose data changed: refused the same way, nothing written into the new folder.
+- ``--resume-from`` a checkpoint whose data changed: refused the same way, nothing written into the new folder;
+- a trainer state damaged after the fact (its manifest not re-hashed): skipped with a warning, an older
+  checkpoint resumed, as before;
+- a step past a ``train.epochs`` plan (known only once the data is read): refused by the trainer, nothing written.
 """
 
 from __future__ import annotations
@@ -227,3 +230,24 @@ def test_a_state_damaged_after_the_fact_is_skipped_not_refused(tmp_path, tiny_be
     assert code == 0, stderr
     assert any("skipping checkpoint step-000002" in record.getMessage() for record in caplog.records)
     assert json.loads((output / "metrics.json").read_text())["last_step"] == 4
+
+
+def test_a_step_past_an_epoch_plan_is_refused_by_the_trainer_with_nothing_written(tmp_path, tiny_bert_path, capsys):
+    """With ``train.epochs`` the plan depends on the data, so the trainer refuses (after the model loads), still
+    before anything is written."""
+    data = tmp_path / "texts.txt"
+    data.write_text(TEXTS, encoding="utf-8")
+    output = tmp_path / "run"
+    argv = [*own_data_argv(Path(tiny_bert_path), data, output), *with_sets("train.max_steps=null", "train.epochs=1")]
+    code, _, stderr = run(argv, capsys)
+    assert code == 0, stderr
+    steps = json.loads((output / "metrics.json").read_text())["last_step"]  # 24 rows, batch 4: 6 steps
+    checkpoints = output / "checkpoints"
+    forged = checkpoints / f"step-{steps + 1:06d}"
+    (checkpoints / f"step-{steps:06d}").rename(forged)
+    (checkpoints / "latest").write_text(forged.name + "\n", encoding="utf-8")
+    rewrite_state(forged, set_key("step", steps + 1))
+    before = folder_digest(output)
+    line = one_error([*argv, "--resume"], capsys)
+    assert str(forged / "trainer_state.json") in line and f"beyond the run's {steps} planned steps" in line, line
+    assert folder_digest(output) == before
