@@ -204,7 +204,8 @@ def check_new_folder(checkpoint: Path, output_dir: str | os.PathLike) -> None:
 def check_resume_from(config: TrainConfig, path: str | os.PathLike) -> Path:
     """``--resume-from PATH`` into ``config.output_dir``: the checkpoint folder to continue, after refusing a new
     folder that overlaps the source (:func:`check_new_folder`), a config that differs from the checkpoint's
-    outside :data:`SAFE_RESUME_KEYS`, an invalid trainer state and changed data. Cheap: reads one ``config.yaml``, loads no model."""
+    outside :data:`SAFE_RESUME_KEYS`, an invalid trainer state and changed data (unless allowed). Cheap: reads the
+    checkpoint's small files and hashes at most 2 MiB per data file; loads no model."""
     checkpoint = resume_source(path)
     check_new_folder(checkpoint, config.output_dir)
     saved = checkpoint / "config.yaml"
