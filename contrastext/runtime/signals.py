@@ -51,9 +51,12 @@ def _say(text: str) -> None:
 
 
 class PreemptionWatch:
-    """While held (``with``), SIGTERM asks the training to stop at its next step boundary; see the module."""
+    """While held (``with``), SIGTERM asks the training to stop at its next step boundary; see the module.
 
-    def __init__(self) -> None:
+    ``announce``: print the line saying so (under a launcher, the main process only)."""
+
+    def __init__(self, announce: bool = True) -> None:
+        self.announce = announce
         self.requested = False
         self.installed = False
         self._previous = None
@@ -63,7 +66,8 @@ class PreemptionWatch:
             _say("SIGTERM again: exiting now, without a new checkpoint")
             raise SystemExit(PREEMPTED_EXIT_CODE)
         self.requested = True
-        _say("SIGTERM: saving a checkpoint at the end of this step, then stopping (SIGTERM again exits at once)")
+        if self.announce:
+            _say("SIGTERM: saving a checkpoint at the end of this step, then stopping (SIGTERM again exits at once)")
 
     def __enter__(self) -> PreemptionWatch:
         if threading.current_thread() is threading.main_thread():

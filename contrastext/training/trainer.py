@@ -316,7 +316,8 @@ class Trainer:
         SIGTERM while it trains (:class:`~contrastext.runtime.signals.PreemptionWatch`, main thread only, the
         previous handler put back at the end) finishes the step, saves a checkpoint (main process) and raises
         :class:`~contrastext.runtime.signals.TrainingPreempted`; ``train(resume=True)`` continues from it."""
-        with run_lock(self.output_dir) if is_main_process() else nullcontext(), PreemptionWatch() as watch:
+        main = is_main_process()
+        with run_lock(self.output_dir) if main else nullcontext(), PreemptionWatch(announce=main) as watch:
             return self._train(resume, watch)
 
     def _train(self, resume, watch: PreemptionWatch | None = None) -> TrainResult:

@@ -243,6 +243,7 @@ def test_under_torchrun_every_process_stops_at_one_step_and_only_the_main_one_sa
     _, stderr = process.communicate(timeout=300)
     stops = [line for line in stderr.splitlines() if line.startswith("stopped by SIGTERM at step ")]
     assert len(stops) == 1, stderr[-3000:]  # the main process says it, once
+    assert stderr.count("SIGTERM: saving a checkpoint at the end of this step") == 1
     step = int(stops[0].split("at step ")[1].split()[0])
     assert 2 <= step < STEPS
     assert [path.name for path in (output / "checkpoints").glob("step-*")] == [f"step-{step:06d}"]
