@@ -139,8 +139,8 @@ def recipe_config(args: argparse.Namespace, method_args: dict):
 
 def training_rows(args: argparse.Namespace):
     """SST-2's training rows (IndexedExample, index = row), as the recipe reads them."""
-    from contrastext.methods.reclaim import ReclaimArgs
     from contrastext.runs.data import load_classification_data
+    from contrastext.runs.reclaim import ReclaimArgs
 
     config = recipe_config(args, {})
     data = load_classification_data(config, config.method_args_as(ReclaimArgs), args.data_root, seed=config.seed)
@@ -169,9 +169,9 @@ def encode_features(args: argparse.Namespace) -> Path:
     import torch
 
     from contrastext.methods.classification import FineTuneMethod
-    from contrastext.methods.reclaim import ReclaimArgs
     from contrastext.models.pooling import mean_pool
     from contrastext.runs.classification import classifier_encoder
+    from contrastext.runs.reclaim import ReclaimArgs
 
     config, task, rows = training_rows(args)
     path = features_path(args, len(rows))
@@ -247,9 +247,9 @@ def run_child(args: argparse.Namespace) -> dict:
 
     from contrastext.data.examples import IndexedExample
     from contrastext.methods.classification import FineTuneMethod
-    from contrastext.methods.reclaim import ReclaimArgs, ReclaimMethod
     from contrastext.negatives.search import ExactSearch, IVFSearch
     from contrastext.runs.classification import classifier_encoder
+    from contrastext.runs.reclaim import ReclaimArgs, reclaim_method
     from contrastext.training.method import total_loss
     from contrastext.training.schedules import build_optimizer, build_scheduler
 
@@ -267,7 +267,7 @@ def run_child(args: argparse.Namespace) -> dict:
     if overrides is None:
         method = FineTuneMethod(encoder, task, head_dropout=reclaim_args.head_dropout)
     else:
-        method = ReclaimMethod(encoder, task, num_train=size, args=reclaim_args)
+        method = reclaim_method(encoder, task, size, reclaim_args)
         if row == "top-K none":
             method.ans.search_u = method.ans.search_v = RandomRows(args.seed)
         features = torch.load(args.features, mmap=True)

@@ -1,5 +1,9 @@
 """Recipe ``reclaim``: fine-tuning with RECLAIM's critic and active negatives (:mod:`contrastext.methods.reclaim`).
 
+The recipe's ``method_args`` are :class:`ReclaimArgs` (here, beside the run that reads them); :func:`reclaim_method`
+passes them to the Method as explicit arguments. ``search`` is any registered search (checked against
+:data:`contrastext.negatives.search.SEARCHES`; ``search_nlist`` / ``search_nprobe`` go to a search that takes them).
+
 The memory banks hold one row per training example, so the method is built once the training set is known:
 after ``data.limit`` / ``data.few_shot`` / ``data.label_noise`` (:func:`load_classification_data`) and, for the
 paper's semi-supervised setting (§5.1), after :func:`labelled_subset` has drawn a seeded random
@@ -16,12 +20,16 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import torch
+from pydantic import Field, field_validator
 
 from contrastext.data.examples import IndexedExample
 from contrastext.errors import ConfigError
-from contrastext.methods.reclaim import ReclaimArgs, ReclaimMethod
+from contrastext.methods.classification import ClassificationArgs
+from contrastext.methods.reclaim import ReclaimMethod
+from contrastext.negatives.search import SEARCHES
 from contrastext.runs.classification import classifier_encoder, classifier_evaluation_text, head_evaluator
 from contrastext.runs.data import ClassificationData, load_classification_data
 from contrastext.runs.plan import StagePlan
@@ -29,9 +37,97 @@ from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import MethodBundle
 from contrastext.runtime.seeding import make_generator
-from contrastext.training.config import TrainConfig
+from contrastext.training.config import TrainConfig, registered
 
 LABELLED_STREAM = 2  # the draw's own random stream of its seed (few-shot draws use 0, label flips 1)
+
+
+class ReclaimArgs(ClassificationArgs):
+    """``method_args`` of the ``reclaim`` recipe (the paper's value beside each; docs/methods/reclaim.md)."""
+
+    preset: Literal["paper", "practical"] = Field(
+        default="paper",
+        description="paper: the recipe's paper settings; practical: settings that learn on your own file in a few "
+        "hundred steps (lr 3e-5 with 10 % warmup, head_lr 1e-3, k 10); a key given with --set wins "
+        "(docs/methods/reclaim.md)",
+    )
+    lam: float = Field(default=0.1, ge=0, description="λ: weight of the ans part (loss = task + λ·ans); paper §5: 0.1")
+    k: int = Field(
+        default=100, gt=0, description="K nearest negatives per example and per bank (topk); paper §5.1: 100, "
+        "10 in the semi-supervised setting"
+    )
+    negative_reduction: Literal["half_sum", "mean"] = Field(
+        default="half_sum", description="each side's K negative terms: ½ Σ (paper Eq. 6) or the mean (1/K) Σ"
+    )
+    momentum: float = Field(
+        default=0.5, ge=0, lt=1, description="ρ of the bank update ũ ← (1 − ρ)u + ρũ (Eq. 7); the paper gives no "
+        "value, 0.5 is Wu et al. 2018's memory-bank momentum"
+    )
+    bank_init: Literal["gaussian", "unit"] = Field(
+        default="gaussian", description="bank rows start as N(0, I) (paper §3.4) or as unit-norm Gaussian draws"
+    )
+    negatives: Literal["topk", "in_batch", "random"] = Field(default="topk", description="ablation of ANS (§5.4)")
+    random_fraction: float = Field(default=0.8, gt=0, le=1, description="share of the bank for negatives=random")
+    search: str = Field(
+        default="exact", description="top-K search over the banks, any registered search: exact (chunked matmul), "
+        "faiss (IndexFlatIP rebuilt per call) or ivf (approximate faiss IVF index kept across steps, only changed "
+        "rows re-indexed)"
+    )
+    search_nlist: int | None = Field(
+        default=None, gt=0, description="search=ivf: inverted lists; None: 4·√N (1,038 at SST-2's 67,349 rows)"
+    )
+    search_nprobe: int | None = Field(
+        default=None, gt=0, description="search=ivf: lists scanned per query; None: 2048/√nlist (64 at 67k "
+        "rows, 32 at 1M)"
+    )
+    critic_hidden: int = Field(default=64, gt=0, description="width of the critic's layers; paper appendix: 64")
+    labelled_fraction: float | None = Field(
+        default=None, gt=0, le=1, description="semi-supervised setting (§5.1): train on a seeded random share "
+        "of the labelled training set (the paper: 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, with k=10); None: all of it"
+    )
+    labelled_seed: int | None = Field(
+        default=None, ge=0, description="seed of the labelled_fraction draw; None: the run's seed"
+    )
+
+    @field_validator("search")
+    @classmethod
+    def _a_registered_search(cls, name: str) -> str:
+        return registered(name, SEARCHES)
+
+
+def search_arguments(args: ReclaimArgs) -> dict[str, int]:
+    """The constructor arguments of ``args.search`` given by ``search_nlist`` / ``search_nprobe`` (those set); a
+    ConfigError when the search does not take one (only ivf's index has inverted lists)."""
+    given = {"nlist": args.search_nlist, "nprobe": args.search_nprobe}
+    given = {name: value for name, value in given.items() if value is not None}
+    accepted = SEARCHES.accepted_arguments(args.search)
+    refused = [name for name in given if name not in accepted]
+    if refused:
+        raise ConfigError(
+            f"method_args.search_{' / search_'.join(refused)}: search {args.search!r} takes no {', '.join(refused)} "
+            f"(its arguments: {', '.join(accepted) or 'none'}); these apply to search: ivf"
+        )
+    return given
+
+
+def reclaim_method(encoder, task, num_train: int, args: ReclaimArgs) -> ReclaimMethod:
+    """The Method with the recipe's settings as its explicit arguments (banks of ``num_train`` rows)."""
+    return ReclaimMethod(
+        encoder,
+        task,
+        num_train,
+        lam=args.lam,
+        k=args.k,
+        negatives=args.negatives,
+        negative_reduction=args.negative_reduction,
+        momentum=args.momentum,
+        bank_init=args.bank_init,
+        random_fraction=args.random_fraction,
+        search=args.search,
+        search_options=search_arguments(args),
+        critic_hidden=args.critic_hidden,
+        head_dropout=args.head_dropout,
+    )
 
 
 def labelled_subset(examples: list[IndexedExample], fraction: float, seed: int) -> list[IndexedExample]:
@@ -69,7 +165,7 @@ def semi_supervised(config: TrainConfig, args: ReclaimArgs, data: Classification
 def build(config: TrainConfig, args: ReclaimArgs, data_root: Path | None) -> MethodBundle:
     """One RECLAIM fine-tuning run on ``data.task`` (banks sized to the training set)."""
     data = semi_supervised(config, args, load_classification_data(config, args, data_root, seed=config.seed))
-    method = ReclaimMethod(classifier_encoder(config, args), data.task, num_train=len(data.train), args=args)
+    method = reclaim_method(classifier_encoder(config, args), data.task, len(data.train), args)
     description = dict(data.description)
     return MethodBundle(method, list(data.train), head_evaluator(config, data), final_report=lambda _m: description)
 

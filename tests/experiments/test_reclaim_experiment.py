@@ -41,7 +41,7 @@ def test_default_plan_settings_and_seeds():
 
 
 def test_every_run_loads_with_valid_keys():
-    from contrastext.methods.reclaim import ReclaimArgs
+    from contrastext.runs.reclaim import ReclaimArgs
     from contrastext.runs.scl import SCLArgs
 
     args = _args()
@@ -69,7 +69,7 @@ def test_every_run_loads_with_valid_keys():
 
 def test_plain_baseline_trains_like_the_reclaim_recipe():
     """The scl λ = 0 run and the reclaim run agree on every train / data / eval key and the head's args."""
-    from contrastext.methods.reclaim import ReclaimArgs
+    from contrastext.runs.reclaim import ReclaimArgs
     from contrastext.runs.scl import SCLArgs
 
     args = _args()

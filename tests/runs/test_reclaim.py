@@ -11,10 +11,9 @@ import torch.nn.functional as F
 from contrastext.data.sampling import RandomBatchSampler
 from contrastext.data.tasks import load_task
 from contrastext.errors import ConfigError
-from contrastext.methods.reclaim import ReclaimArgs, search_arguments
 from contrastext.negatives.search import IVFSearch
 from contrastext.runs.data import load_classification_data
-from contrastext.runs.reclaim import build, labelled_subset
+from contrastext.runs.reclaim import ReclaimArgs, build, labelled_subset, search_arguments
 from contrastext.runs.registry import get_recipe
 from contrastext.runs.stages import run_training
 from contrastext.training.config import validate_method_args
