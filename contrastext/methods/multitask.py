@@ -44,12 +44,11 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from contrastext.data.collate import encoder_inputs, labels_tensor, tokenize
@@ -67,59 +66,6 @@ DEFAULT_TASKS = ("minbert-sst", "minbert-quora", "minbert-sts")
 MNR_PART = "mnr"
 
 
-class MultitaskArgs(BaseModel):
-    """``method_args`` of the ``multitask`` recipe (docs/methods/multitask.md: each key with the report's value)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # model
-    pooling: str = Field(default="pooler", description="the sentence vector the heads read (report §6.1: pooler)")
-    pooler_dropout: float = Field(default=0.1, ge=0, lt=1, description="dropout on the pooled vector (Table 2)")
-    shared_layer: bool = Field(default=True, description="CL: a dense tanh layer shared by every head")
-    pair_encoding: Literal["joint", "separate"] = Field(
-        default="joint", description="joint: cross-encoder in both orders (DPH); separate: bi-encoder"
-    )
-    pair_difference: bool = Field(default=True, description="joint: the e12 - e21 branch (DPH; false: PH)")
-    pair_activation: Literal["tanh", "none"] = Field(
-        default="tanh", description="joint: activation on the branch logits (DPHA; none: DPH)"
-    )
-    pair_parts: list[str] = Field(default_factory=lambda: ["u", "v", "diff"], description="separate: PairHead features")
-    symmetric_pairs: bool = Field(default=True, description="separate: average the pair head over both orders")
-    loss_weights: dict[str, float] = Field(default_factory=dict, description="task name -> loss weight (1.0)")
-    score_bias_init: Literal["label_mean", "torch"] = Field(
-        default="label_mean",
-        description="a scored pair head's output bias at the start: the mean training score (its outputs start "
-        "at the MSE-best constant) or PyTorch's default (near 0, far below 0-5 scores)",
-    )
-    # multiple negatives ranking
-    mnr: bool = Field(default=False, description="add the multiple negatives ranking part on mnr_task's duplicates")
-    mnr_task: str = Field(default="minbert-quora", description="the paraphrase task whose label-1 pairs are positives")
-    mnr_temperature: float = Field(default=0.05, gt=0, description="τ of the cosine InfoNCE (scale 1/τ = 20)")
-    mnr_weight: float = Field(default=1.0, ge=0, description="weight of the mnr part")
-    # the task schedule is data.* (data.task_sampling, ...); the keys that were here moved there (issue 20)
-    moved_keys: ClassVar[dict[str, str]] = {
-        key: f"data.{key}"
-        for key in ("sequential_order", "round_robin_order", "round_robin_unit", "proportional_replacement")
-    }
-    # PCGrad
-    pcgrad: bool = Field(default=False, description="every task each step, PCGrad on the shared parameters")
-    pcgrad_reduction: Literal["mean", "sum"] = Field(default="mean", description="combine the projected gradients")
-    # data
-    holdout_tasks: list[str] = Field(default_factory=lambda: ["minbert-quora"], description="train on dev minus holdout")
-    holdout: float = Field(default=0.2, gt=0, lt=1, description="share of the dev split held out for evaluation")
-    holdout_seed: int = Field(default=0, ge=0)
-    # SimCSE pre-step
-    simcse: Literal["supervised", "unsupervised", "none"] = Field(
-        default="supervised", description="SimCSE pre-step on simcse_task triplets, on the tasks' sentences, or none"
-    )
-    simcse_task: str = Field(default="nli-triplets", description="supervised pre-step data (anchor, entailment, contradiction)")
-    simcse_epochs: float = Field(default=100.0, gt=0, description="pre-step epochs (report §4: 100 on SNLI)")
-    simcse_steps: int | None = Field(default=None, gt=0, description="pre-step steps; wins over simcse_epochs")
-    simcse_lr: float = Field(default=5e-5, gt=0)
-    simcse_batch_size: int = Field(default=64, gt=1)
-    simcse_temperature: float = Field(default=0.05, gt=0)
-
-
 def head_outputs(task: Any) -> int:
     """Outputs of a task's head: its classes (single text), 1 for a binary or scored pair, else its classes."""
     if task.kind == "single":
@@ -132,38 +78,59 @@ def head_outputs(task: Any) -> int:
 class MultitaskMethod(Method):
     """Encoder + dropout + shared layer + one head per task; parts named after the tasks (plus ``mnr``, ``pcgrad``)."""
 
-    def __init__(self, encoder, tasks: Sequence[Any], args: MultitaskArgs | None = None):
+    def __init__(
+        self,
+        encoder,
+        tasks: Sequence[Any],
+        *,
+        pooler_dropout: float = 0.1,
+        shared_layer: bool = True,
+        pair_encoding: Literal["joint", "separate"] = "joint",
+        pair_difference: bool = True,
+        pair_activation: Literal["tanh", "none"] = "tanh",
+        pair_parts: Sequence[str] = ("u", "v", "diff"),
+        symmetric_pairs: bool = True,
+        loss_weights: dict[str, float] | None = None,
+        mnr_task: str | None = None,
+        mnr_temperature: float = 0.05,
+        mnr_weight: float = 1.0,
+        pcgrad: bool = False,
+        pcgrad_reduction: Literal["mean", "sum"] = "mean",
+    ):
         super().__init__()
-        args = args or MultitaskArgs()
+        loss_weights = dict(loss_weights or {})
         self.encoder = encoder
         self.task_names = [task.name for task in tasks]
         self.task_kinds = {task.name: task.kind for task in tasks}
         self.outputs_of = {task.name: head_outputs(task) for task in tasks}
-        unknown = sorted(set(args.loss_weights) - set(self.task_names))
+        unknown = sorted(set(loss_weights) - set(self.task_names))
         if unknown:
             raise ConfigError(f"method_args.loss_weights: unknown task(s) {unknown}; tasks: {self.task_names}")
-        self.pair_encoding = args.pair_encoding
-        self.pair_difference = args.pair_difference
+        self.pair_encoding = pair_encoding
+        self.pair_difference = pair_difference
+        self.pair_activation = pair_activation
+        self.pair_parts = tuple(pair_parts)
+        self.symmetric_pairs = symmetric_pairs
         width = encoder.hidden_size
-        self.dropout = nn.Dropout(args.pooler_dropout)
-        self.shared = DenseLayer(width, width, activation="tanh") if args.shared_layer else nn.Identity()
-        self.heads = nn.ModuleDict({task.name: self._head(task, width, args) for task in tasks})
-        self.loss_weights = {name: float(args.loss_weights.get(name, 1.0)) for name in self.task_names}
-        self.mnr_task = self._mnr_task(args) if args.mnr else None
+        self.dropout = nn.Dropout(pooler_dropout)
+        self.shared = DenseLayer(width, width, activation="tanh") if shared_layer else nn.Identity()
+        self.heads = nn.ModuleDict({task.name: self._head(task, width) for task in tasks})
+        self.loss_weights = {name: float(loss_weights.get(name, 1.0)) for name in self.task_names}
+        self.mnr_task = self._mnr_task(mnr_task) if mnr_task is not None else None
         if self.mnr_task is not None:
-            self.mnr_loss = make_objective("infonce", temperature=args.mnr_temperature)
-            self.loss_weights[MNR_PART] = float(args.mnr_weight)
-        self.pcgrad = args.pcgrad
-        self.pcgrad_reduction = args.pcgrad_reduction
+            self.mnr_loss = make_objective("infonce", temperature=mnr_temperature)
+            self.loss_weights[MNR_PART] = float(mnr_weight)
+        self.pcgrad = pcgrad
+        self.pcgrad_reduction = pcgrad_reduction
 
-    def _head(self, task: Any, width: int, args: MultitaskArgs) -> nn.Module:
+    def _head(self, task: Any, width: int) -> nn.Module:
         outputs = head_outputs(task)
         if task.kind == "single":
             return ClassificationHead(width, outputs, dropout=0.0)
-        if args.pair_encoding == "separate":
-            return PairHead(width, outputs, parts=tuple(args.pair_parts), symmetric=args.symmetric_pairs, dropout=0.0)
-        branches = 3 if args.pair_difference else 2
-        return DensePairHead(width, outputs, branches=branches, activation=args.pair_activation)
+        if self.pair_encoding == "separate":
+            return PairHead(width, outputs, parts=self.pair_parts, symmetric=self.symmetric_pairs, dropout=0.0)
+        branches = 3 if self.pair_difference else 2
+        return DensePairHead(width, outputs, branches=branches, activation=self.pair_activation)
 
     def start_scores_at(self, means: dict[str, float]) -> None:
         """Set each scored pair head's output bias to ``means[task]`` (``score_bias_init: label_mean``).
@@ -182,11 +149,11 @@ class MultitaskMethod(Method):
     def score_tasks(self) -> list[str]:
         return [name for name in self.task_names if self.task_kinds[name] in SCORED_PAIR_KINDS]
 
-    def _mnr_task(self, args: MultitaskArgs) -> str:
-        if args.mnr_task not in self.task_names or self.task_kinds[args.mnr_task] != "pair":
-            pairs = [name for name in self.task_names if self.task_kinds[name] == "pair"]
-            raise ConfigError(f"method_args.mnr_task: {args.mnr_task!r} is not a paraphrase (pair) task here; pair tasks: {pairs}")
-        return args.mnr_task
+    def _mnr_task(self, name: str) -> str:
+        if name not in self.task_names or self.task_kinds[name] != "pair":
+            pairs = [task for task in self.task_names if self.task_kinds[task] == "pair"]
+            raise ConfigError(f"method_args.mnr_task: {name!r} is not a paraphrase (pair) task here; pair tasks: {pairs}")
+        return name
 
     # ------------------------------------------------------------------------------------ batches
     def collate(self, examples: list[Example]) -> dict:

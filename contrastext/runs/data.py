@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -49,7 +49,6 @@ from contrastext.data.task_kinds import CLASSIFICATION_KINDS, LABELLED_KINDS
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet
 from contrastext.methods.classification import ClassificationArgs
-from contrastext.methods.multitask import MultitaskArgs
 from contrastext.runtime.seeding import derive_seed
 
 logger = logging.getLogger("contrastext.runs")
@@ -488,7 +487,16 @@ class MultitaskData:
         return [EvalSet(task, "dev", self.eval[task.name]) for task in self.tasks]
 
 
-def load_multitask_data(config, args: MultitaskArgs, data_root: Path | None) -> MultitaskData:
+class MultitaskHoldout(Protocol):
+    """What :func:`load_multitask_data` reads of the multitask recipe's ``MultitaskArgs`` (:mod:`contrastext.runs.multitask`,
+    which imports this module)."""
+
+    holdout_tasks: list[str]
+    holdout: float
+    holdout_seed: int
+
+
+def load_multitask_data(config, args: MultitaskHoldout, data_root: Path | None) -> MultitaskData:
     """Each task's training split (or dev minus holdout) and evaluation split, ``data.limit`` / ``eval.limit``."""
     from contrastext.data.tasks import get_task, holdout_split, load_task
 

@@ -26,15 +26,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from contrastext.data.examples import Example
 from contrastext.data.sampling import JointTaskBatchSampler, MultiTaskBatchSampler
 from contrastext.data.task_kinds import SCORED_PAIR_KINDS
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet, make_evaluator
-from contrastext.methods.multitask import MultitaskArgs, MultitaskMethod
+from contrastext.methods.multitask import MultitaskMethod
 from contrastext.methods.simcse import SimCSE
 from contrastext.objectives.registry import make_objective
 from contrastext.runs.data import apply_limit, load_multitask_data
@@ -54,6 +56,80 @@ from contrastext.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
+
+
+class MultitaskArgs(BaseModel):
+    """``method_args`` of the ``multitask`` recipe (docs/methods/multitask.md: each key with the report's value)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # model
+    pooling: str = Field(default="pooler", description="the sentence vector the heads read (report §6.1: pooler)")
+    pooler_dropout: float = Field(default=0.1, ge=0, lt=1, description="dropout on the pooled vector (Table 2)")
+    shared_layer: bool = Field(default=True, description="CL: a dense tanh layer shared by every head")
+    pair_encoding: Literal["joint", "separate"] = Field(
+        default="joint", description="joint: cross-encoder in both orders (DPH); separate: bi-encoder"
+    )
+    pair_difference: bool = Field(default=True, description="joint: the e12 - e21 branch (DPH; false: PH)")
+    pair_activation: Literal["tanh", "none"] = Field(
+        default="tanh", description="joint: activation on the branch logits (DPHA; none: DPH)"
+    )
+    pair_parts: list[str] = Field(default_factory=lambda: ["u", "v", "diff"], description="separate: PairHead features")
+    symmetric_pairs: bool = Field(default=True, description="separate: average the pair head over both orders")
+    loss_weights: dict[str, float] = Field(default_factory=dict, description="task name -> loss weight (1.0)")
+    score_bias_init: Literal["label_mean", "torch"] = Field(
+        default="label_mean",
+        description="a scored pair head's output bias at the start: the mean training score (its outputs start "
+        "at the MSE-best constant) or PyTorch's default (near 0, far below 0-5 scores)",
+    )
+    # multiple negatives ranking
+    mnr: bool = Field(default=False, description="add the multiple negatives ranking part on mnr_task's duplicates")
+    mnr_task: str = Field(default="minbert-quora", description="the paraphrase task whose label-1 pairs are positives")
+    mnr_temperature: float = Field(default=0.05, gt=0, description="τ of the cosine InfoNCE (scale 1/τ = 20)")
+    mnr_weight: float = Field(default=1.0, ge=0, description="weight of the mnr part")
+    # the task schedule is data.* (data.task_sampling, ...); the keys that were here moved there (issue 20)
+    moved_keys: ClassVar[dict[str, str]] = {
+        key: f"data.{key}"
+        for key in ("sequential_order", "round_robin_order", "round_robin_unit", "proportional_replacement")
+    }
+    # PCGrad
+    pcgrad: bool = Field(default=False, description="every task each step, PCGrad on the shared parameters")
+    pcgrad_reduction: Literal["mean", "sum"] = Field(default="mean", description="combine the projected gradients")
+    # data
+    holdout_tasks: list[str] = Field(default_factory=lambda: ["minbert-quora"], description="train on dev minus holdout")
+    holdout: float = Field(default=0.2, gt=0, lt=1, description="share of the dev split held out for evaluation")
+    holdout_seed: int = Field(default=0, ge=0)
+    # SimCSE pre-step
+    simcse: Literal["supervised", "unsupervised", "none"] = Field(
+        default="supervised", description="SimCSE pre-step on simcse_task triplets, on the tasks' sentences, or none"
+    )
+    simcse_task: str = Field(default="nli-triplets", description="supervised pre-step data (anchor, entailment, contradiction)")
+    simcse_epochs: float = Field(default=100.0, gt=0, description="pre-step epochs (report §4: 100 on SNLI)")
+    simcse_steps: int | None = Field(default=None, gt=0, description="pre-step steps; wins over simcse_epochs")
+    simcse_lr: float = Field(default=5e-5, gt=0)
+    simcse_batch_size: int = Field(default=64, gt=1)
+    simcse_temperature: float = Field(default=0.05, gt=0)
+
+
+def multitask_method(encoder, tasks, args: MultitaskArgs) -> MultitaskMethod:
+    """The Method with the recipe's settings as its explicit arguments."""
+    return MultitaskMethod(
+        encoder,
+        tasks,
+        pooler_dropout=args.pooler_dropout,
+        shared_layer=args.shared_layer,
+        pair_encoding=args.pair_encoding,
+        pair_difference=args.pair_difference,
+        pair_activation=args.pair_activation,
+        pair_parts=args.pair_parts,
+        symmetric_pairs=args.symmetric_pairs,
+        loss_weights=args.loss_weights,
+        mnr_task=args.mnr_task if args.mnr else None,
+        mnr_temperature=args.mnr_temperature,
+        mnr_weight=args.mnr_weight,
+        pcgrad=args.pcgrad,
+        pcgrad_reduction=args.pcgrad_reduction,
+    )
 
 def task_scores(sets: Sequence[EvalSet], metrics: Mapping[str, float]) -> list[tuple[bool, float]]:
     """``(is a scored pair, value)`` per set: the Pearson r (×100) of scored pairs, else the accuracy (×100)."""
@@ -85,7 +161,7 @@ def build(config: TrainConfig, args: MultitaskArgs, data_root: Path | None) -> M
     names = [task.name for task in data.tasks]
     sampler = batch_sampler(config, args, data.sizes, names)
     schedule = schedule_description(config, args, names)
-    method = MultitaskMethod(build_encoder(config, pooling=args.pooling), data.tasks, args)
+    method = multitask_method(build_encoder(config, pooling=args.pooling), data.tasks, args)
     if args.score_bias_init == "label_mean":
         method.start_scores_at(training_score_means(method, data.train))
     sets = data.eval_sets

@@ -200,12 +200,12 @@ def test_a_tiny_scl_run_exports_a_classifier_that_the_pipeline_agrees_with(tmp_p
 
 
 def test_multitask_exports_the_single_text_heads_that_have_an_exact_equivalent(tmp_path, minilm_path):
-    from contrastext.methods.multitask import MultitaskArgs, MultitaskMethod
+    from contrastext.methods.multitask import MultitaskMethod
 
     tasks = [get_task("minbert-sst"), get_task("minbert-sts")]
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        method = MultitaskMethod(tiny_encoder(minilm_path, "pooler"), tasks, MultitaskArgs(shared_layer=False)).eval()
+        method = MultitaskMethod(tiny_encoder(minilm_path, "pooler"), tasks, shared_layer=False).eval()
     exported, skipped = method.export_classifiers(tmp_path / "classifiers")
     assert list(exported) == ["minbert-sst"] and list(skipped) == ["minbert-sts"] and "pair" in skipped["minbert-sts"]
     id2label = json.loads((exported["minbert-sst"] / "config.json").read_text())["id2label"]
@@ -221,6 +221,6 @@ def test_multitask_exports_the_single_text_heads_that_have_an_exact_equivalent(t
 
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        shared = MultitaskMethod(tiny_encoder(minilm_path, "pooler"), tasks, MultitaskArgs()).eval()
+        shared = MultitaskMethod(tiny_encoder(minilm_path, "pooler"), tasks).eval()
     exported, skipped = shared.export_classifiers(tmp_path / "shared")
     assert exported == {} and "shared_layer=false" in skipped["minbert-sst"]

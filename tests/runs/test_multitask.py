@@ -16,11 +16,16 @@ import torch.nn.functional as F
 from contrastext.data.examples import TaskExample
 from contrastext.data.sampling import JointTaskBatchSampler
 from contrastext.errors import ConfigError
-from contrastext.methods.multitask import MultitaskArgs
 from contrastext.methods.pcgrad import pcgrad
 from contrastext.models.encoder import TextEncoder
 from contrastext.runs.data import load_multitask_data
-from contrastext.runs.multitask import batch_sampler, build, prestep_examples, schedule_description
+from contrastext.runs.multitask import (
+    MultitaskArgs,
+    batch_sampler,
+    build,
+    prestep_examples,
+    schedule_description,
+)
 from contrastext.runs.registry import run_recipe
 from contrastext.training.method import total_loss
 from tests.runs.recipe_runs import RECIPES, read_log, recipe_config, train_overrides

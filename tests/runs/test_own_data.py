@@ -275,9 +275,9 @@ def test_eval_tasks_beside_a_users_file_is_an_error(tmp_path, capsys):
 def test_multitask_refuses_a_single_source_and_capt_fine_tunes_on_its_task(tmp_path):
     """A source is never ignored: multitask trains on data.tasks, so data.path there is an error; CAPT
     pre-trains on the user's sentences and its fine-tuning stage reads finetune_task, not that file."""
-    from contrastext.methods.multitask import MultitaskArgs
     from contrastext.runs.capt import CAPTArgs, finetune_config
     from contrastext.runs.data import data_spec, load_multitask_data
+    from contrastext.runs.multitask import MultitaskArgs
     from contrastext.training.config import load_config
 
     recipes = Path(__file__).resolve().parents[2] / "recipes"

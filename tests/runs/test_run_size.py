@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import contrastext.cli.train_command  # noqa: F401  (registers the command until cli/__init__ imports it)
-from contrastext.methods.multitask import MultitaskArgs
 from contrastext.runs import capt, multitask, scl
 from contrastext.runs.capt import CAPTArgs
+from contrastext.runs.multitask import MultitaskArgs
 from contrastext.runs.plan import plan_lines
 from contrastext.runs.recipes import recipe_names, recipe_path
 from contrastext.runs.scl import SCLArgs
