@@ -405,9 +405,9 @@ def finetune(args: argparse.Namespace, variant: str, task: str, seed: int) -> tu
     """One ``<variant>/<task>`` fine-tuning with seed ``seed``: the capt run module's fine-tuning stage
     (``finetune_config``: its warmup, head, evaluation at the end) on a seeded draw of ``--train-rows`` rows."""
     from contrastext import get_recipe, load_config, recipe_path, set_seed
-    from contrastext.methods.classification import ClassificationArgs, FineTuneMethod
+    from contrastext.methods.classification import FineTuneMethod
     from contrastext.runs.capt import capt_encoder, finetune_config
-    from contrastext.runs.classification import head_evaluator
+    from contrastext.runs.classification import ClassificationArgs, head_evaluator
     from contrastext.runs.data import load_classification_data
     from contrastext.runs.registry import parse_method_args
     from contrastext.runs.stages import MethodBundle, run_training, stage_config

@@ -7,13 +7,14 @@ tasks of kind ``sts`` or ``regression``: ``stsb``, ``sickr``, ``stsb-glue``, ``m
 
 What this module provides:
 
-- :class:`ClassificationArgs`: the ``method_args`` keys every fine-tuning method shares;
 - :class:`ClassificationMethod`: a :class:`Method` base with the encoder, the head, the collate function
   (tokenisation, labels, example indices from :class:`~contrastext.data.examples.IndexedExample`), the task
   loss and :meth:`~ClassificationMethod.predict`;
 - :class:`FineTuneMethod`: plain fine-tuning (cross-entropy, or mean squared error for scored pairs).
 
-Data loading (few-shot draws, label noise, holdouts) is :mod:`contrastext.runs.data`; evaluation is
+The ``method_args`` keys every fine-tuning recipe shares (``ClassificationArgs``) are in
+:mod:`contrastext.runs.classification`; data loading (few-shot draws, label noise, holdouts) is
+:mod:`contrastext.runs.data`; evaluation is
 :func:`contrastext.evaluation.evaluators.make_evaluator` with ``predictions="head"``.
 
 Example::
@@ -31,7 +32,6 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from contrastext.data.collate import encoder_inputs, labels_tensor, tokenize
@@ -40,23 +40,6 @@ from contrastext.data.task_kinds import LABELLED_KINDS, SCORED_PAIR_KINDS
 from contrastext.errors import ConfigError
 from contrastext.models.heads import ClassificationHead, RegressionHead
 from contrastext.training.method import Method
-
-
-class ClassificationArgs(BaseModel):
-    """``method_args`` keys shared by the fine-tuning methods (each method adds its own)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pooling: str = Field(default="cls", description="encoder pooling the head reads; [CLS] as in BERT/Gunel")
-    head_dropout: float = Field(default=0.1, ge=0, lt=1, description="dropout before the head's linear layer")
-    holdout: float | None = Field(
-        default=None,
-        gt=0,
-        lt=1,
-        description="tasks with one labelled split: this share of the evaluation split is held out (seeded) "
-        "for evaluation and the rest is the training set",
-    )
-    holdout_seed: int = Field(default=0, ge=0, description="seed of the holdout split (fixed across runs)")
 
 
 class ClassificationMethod(Method):

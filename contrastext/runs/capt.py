@@ -35,10 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contrastext.data.views import VIEWS
 from contrastext.methods.capt import CAPTMethod
-from contrastext.methods.classification import ClassificationArgs, FineTuneMethod
+from contrastext.methods.classification import FineTuneMethod
 from contrastext.models.projection import build_projection
 from contrastext.objectives.temperature import FixedTemperature, InvertedTriangleTemperature
-from contrastext.runs.classification import head_evaluator
+from contrastext.runs.classification import ClassificationArgs, head_evaluator
 from contrastext.runs.data import USER_DATA_CLEARED, load_classification_data, load_training_examples
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator

@@ -1,4 +1,5 @@
-"""The pieces every fine-tuning recipe shares (SCL, RECLAIM, CAPT's fine-tuning): its encoder, its evaluators.
+"""The pieces every fine-tuning recipe shares (SCL, RECLAIM, CAPT's fine-tuning): its ``method_args`` keys
+(:class:`ClassificationArgs`), its encoder, its evaluators.
 
 The plan's evaluation text is :func:`classifier_evaluation_text`. The evaluator of the evaluation split (what checkpoints are selected on) is :func:`head_evaluator`; a run
 with a separate test split (SCL's protocol) scores the selected checkpoint once with :func:`evaluator_on_test`.
@@ -13,12 +14,30 @@ Example::
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from contrastext.evaluation.evaluators import Evaluator, make_evaluator
-from contrastext.methods.classification import ClassificationArgs
 from contrastext.runs.data import ClassificationData
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.plan import evaluation_text
 from contrastext.training.config import TrainConfig
+
+
+class ClassificationArgs(BaseModel):
+    """``method_args`` keys shared by the fine-tuning recipes (each recipe adds its own)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pooling: str = Field(default="cls", description="encoder pooling the head reads; [CLS] as in BERT/Gunel")
+    head_dropout: float = Field(default=0.1, ge=0, lt=1, description="dropout before the head's linear layer")
+    holdout: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="tasks with one labelled split: this share of the evaluation split is held out (seeded) "
+        "for evaluation and the rest is the training set",
+    )
+    holdout_seed: int = Field(default=0, ge=0, description="seed of the holdout split (fixed across runs)")
 
 
 def classifier_encoder(config: TrainConfig, args: ClassificationArgs):

@@ -48,7 +48,6 @@ from contrastext.data.sources import DEFAULT_HOLDOUT, SOURCE_KEYS, DataSpec, cho
 from contrastext.data.task_kinds import CLASSIFICATION_KINDS, LABELLED_KINDS
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet
-from contrastext.methods.classification import ClassificationArgs
 from contrastext.runtime.seeding import derive_seed
 
 logger = logging.getLogger("contrastext.runs")
@@ -290,8 +289,16 @@ def classification_spec(config) -> DataSpec:
     )
 
 
+class HoldoutArgs(Protocol):
+    """What :func:`load_classification_data` reads of a fine-tuning recipe's ``ClassificationArgs``
+    (:mod:`contrastext.runs.classification`, which imports this module)."""
+
+    holdout: float | None
+    holdout_seed: int
+
+
 def load_classification_data(
-    config, args: ClassificationArgs, data_root: Path | None, seed: int, few_shot_sampling: str = "per_class"
+    config, args: HoldoutArgs, data_root: Path | None, seed: int, few_shot_sampling: str = "per_class"
 ) -> ClassificationData:
     """Training and evaluation examples of ``data.task`` (see the module docstring for every option).
 
@@ -344,7 +351,7 @@ def load_classification_data(
     )
 
 
-def _user_labelled(config, args: ClassificationArgs, spec: DataSpec):
+def _user_labelled(config, args: HoldoutArgs, spec: DataSpec):
     """``(task, train, eval, train name, eval name, eval split, description, eval key name)`` of a user's labelled
     data (the key name: data.eval_path's, else None)."""
     from contrastext.data.sources import read_labelled

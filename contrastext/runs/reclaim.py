@@ -27,10 +27,14 @@ from pydantic import Field, field_validator
 
 from contrastext.data.examples import IndexedExample
 from contrastext.errors import ConfigError
-from contrastext.methods.classification import ClassificationArgs
 from contrastext.methods.reclaim import ReclaimMethod
 from contrastext.negatives.search import SEARCHES
-from contrastext.runs.classification import classifier_encoder, classifier_evaluation_text, head_evaluator
+from contrastext.runs.classification import (
+    ClassificationArgs,
+    classifier_encoder,
+    classifier_evaluation_text,
+    head_evaluator,
+)
 from contrastext.runs.data import ClassificationData, load_classification_data
 from contrastext.runs.plan import StagePlan
 from contrastext.runs.protocol import PaperSetting, Protocol

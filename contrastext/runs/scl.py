@@ -43,9 +43,9 @@ from pydantic import Field, field_validator
 
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import metric_key
-from contrastext.methods.classification import ClassificationArgs
 from contrastext.methods.scl import SCLMethod
 from contrastext.runs.classification import (
+    ClassificationArgs,
     classifier_encoder,
     classifier_evaluation_text,
     evaluator_on_test,

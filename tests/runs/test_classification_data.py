@@ -13,7 +13,8 @@ from scipy.stats import spearmanr
 from contrastext.data.examples import Example, IndexedExample
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet, make_evaluator
-from contrastext.methods.classification import ClassificationArgs, ClassificationMethod
+from contrastext.methods.classification import ClassificationMethod
+from contrastext.runs.classification import ClassificationArgs
 from contrastext.runs.data import load_classification_data, split_validation_test, task_and_splits
 from contrastext.training.config import load_config
 
