@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from contrastext.data.examples import IndexedExample
 from contrastext.errors import ConfigError
@@ -97,6 +97,19 @@ class ReclaimArgs(ClassificationArgs):
     @classmethod
     def _a_registered_search(cls, name: str) -> str:
         return registered(name, SEARCHES)
+
+    @field_validator("search_nlist", "search_nprobe")
+    @classmethod
+    def _taken_by_the_search(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """Refused when the config is read (before any data or model loads) if the search does not take it."""
+        search = info.data.get("search")
+        argument = info.field_name.removeprefix("search_")
+        if value is not None and search is not None and argument not in SEARCHES.accepted_arguments(search):
+            raise ValueError(
+                f"search {search!r} takes no {argument} (its arguments: "
+                f"{', '.join(SEARCHES.accepted_arguments(search)) or 'none'}); it applies to search: ivf"
+            )
+        return value
 
 
 def search_arguments(args: ReclaimArgs) -> dict[str, int]:

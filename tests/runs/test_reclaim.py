@@ -252,4 +252,6 @@ def test_the_search_is_checked_against_the_registry_and_its_arguments():
     assert search_arguments(ReclaimArgs(search="ivf", search_nlist=8)) == {"nlist": 8}
     assert search_arguments(ReclaimArgs(search="exact")) == {}
     with pytest.raises(ConfigError, match=r"method_args\.search_nlist: search 'exact' takes no nlist"):
-        search_arguments(ReclaimArgs(search="exact", search_nlist=8))
+        search_arguments(ReclaimArgs.model_construct(search="exact", search_nlist=8, search_nprobe=None))
+    with pytest.raises(ConfigError, match=r"reclaim.yaml: method_args\.search_nlist: .*search 'exact' takes no nlist"):
+        validate_method_args(ReclaimArgs, {"search_nlist": 8}, "reclaim.yaml")  # when the config is read
