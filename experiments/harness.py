@@ -69,6 +69,27 @@ def load_experiment(name: str) -> ModuleType:
     return module
 
 
+RENAMED_KEYS = {
+    "train.tensorboard=false": "train.report_to=none",  # the legacy flag is gone (issue 20)
+    "method_args.few_shot_sampling=": "data.few_shot_sampling=",  # the draw's keys are data.* (issue 20)
+}
+"""Overrides recorded before a key was renamed -> today's spelling (a whole override, or a ``key=`` prefix)."""
+
+
+def renamed_keys(overrides: Iterable[str]) -> list[str]:
+    """``overrides`` as written today (:data:`RENAMED_KEYS`), so a record made before a rename still matches the
+    overrides its setting gives now."""
+    renamed = []
+    for item in overrides:
+        item = str(item)
+        for old, new in RENAMED_KEYS.items():
+            if item == old or (old.endswith("=") and item.startswith(old)):
+                item = new + item[len(old):]
+                break
+        renamed.append(item)
+    return renamed
+
+
 def load_average() -> list[float]:
     """The 1, 5 and 15 minute load averages (``os.getloadavg``), rounded to 2 decimals."""
     return [round(value, 2) for value in os.getloadavg()]

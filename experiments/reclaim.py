@@ -233,13 +233,14 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, l
             "method_args.negatives=topk",
             f"method_args.lam={lam}",
         ]
-    sets += [f"data.few_shot={per_class(args, task)}", "data.few_shot_sampling=per_class"]  # reclaim's default too
+    sets.append(f"data.few_shot={per_class(args, task)}")
     if variant == PLAIN:
         return "scl", [
             *sets,
             "method_args.lam=0",
             f"method_args.seeds=[{seed}]",
             "method_args.protocol=dev",
+            "data.few_shot_sampling=per_class",  # reclaim.yaml's draw (method_args.few_shot_sampling before issue 20)
             "data.label_noise=0",
         ]
     negatives = "topk" if variant == top_variant(args) else variant
@@ -393,7 +394,8 @@ def _matches(store: harness.RecordStore, args: argparse.Namespace, setting: str,
         return False
     recipe, sets = overrides(args, setting, seed)
     wanted = [s for s in sets if not s.startswith("output_dir=")]
-    return record["config"].get("recipe") == recipe and record["config"].get("overrides") == wanted
+    recorded = harness.renamed_keys(record["config"].get("overrides") or [])
+    return record["config"].get("recipe") == recipe and recorded == wanted
 
 
 def check_compatible(store: harness.RecordStore, args: argparse.Namespace) -> None:

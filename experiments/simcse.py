@@ -191,7 +191,7 @@ def load_run_config(args: argparse.Namespace, setting: str, seed: int):
 
 def _comparable(sets: list[str]) -> list[str]:
     """Overrides without the run folder (which follows --runs, not the experiment)."""
-    return [s for s in sets if not s.startswith("output_dir=")]
+    return [s for s in harness.renamed_keys(sets) if not s.startswith("output_dir=")]
 
 
 def check_records(store: harness.RecordStore, args: argparse.Namespace) -> list[str]:
