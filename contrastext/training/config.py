@@ -568,6 +568,36 @@ one is a ConfigError naming the new key, so an old recipe gets a clear message. 
 lists its own moved keys (relative to ``method_args``) in its ``moved_keys`` class variable."""
 
 
+SAVED_KEY_MOVES: dict[str, str] = {
+    "method_args.few_shot_sampling": "data.few_shot_sampling",
+    **{
+        f"method_args.{key}": f"data.{key}"
+        for key in ("sequential_order", "round_robin_order", "round_robin_unit", "proportional_replacement")
+    },
+}
+"""Keys that moved, as a config saved before the move (a checkpoint's config.yaml) holds them -> where they are
+now. :func:`saved_under_current_names` applies them, so resuming an older checkpoint compares like with like."""
+
+
+def saved_under_current_names(saved: dict) -> dict:
+    """A config dict saved by an earlier version, with today's key names: each key of :data:`SAVED_KEY_MOVES` at its
+    new place, and the ``data`` keys added since then at their defaults (what that run read)."""
+    saved = {key: dict(value) if isinstance(value, dict) else value for key, value in saved.items()}
+    for old, new in SAVED_KEY_MOVES.items():
+        old_section, old_key = old.split(".")
+        new_section, new_key = new.split(".")
+        section = saved.get(old_section)
+        if isinstance(section, dict) and old_key in section:
+            target = saved.setdefault(new_section, {})
+            if isinstance(target, dict):
+                target.setdefault(new_key, section.pop(old_key))
+    data = saved.get("data")
+    if isinstance(data, dict):
+        for key, value in DataSection().model_dump(mode="json").items():
+            data.setdefault(key, value)
+    return saved
+
+
 def check_moved_keys(raw: dict, moved: dict[str, str], file: str, overridden: Collection[str], prefix: str = "") -> None:
     """A ConfigError naming the new key for the first key of ``moved`` (dotted, relative to ``raw``) that ``raw``
     sets; ``prefix`` is the dotted path of ``raw`` in the config (``method_args.``)."""

@@ -43,7 +43,7 @@ from contrastext.training.checkpoint import (
     read_trainer_state,
     verify_checkpoint,
 )
-from contrastext.training.config import TrainConfig
+from contrastext.training.config import TrainConfig, saved_under_current_names
 
 logger = logging.getLogger("contrastext.training")
 ALLOW_DATA_CHANGE_FLAG = "--resume-allow-data-change"
@@ -81,7 +81,7 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def changed_keys(saved_config_text: str, config: TrainConfig) -> list[tuple[str, Any, Any]]:
     """``(dotted key, checkpoint's value, current value)`` of every key that differs, safe keys left out."""
-    saved = _flatten(read_yaml(saved_config_text) or {})
+    saved = _flatten(saved_under_current_names(read_yaml(saved_config_text) or {}))  # a checkpoint from before a key moved
     current = _flatten(config.model_dump(mode="json"))
     keys = sorted(set(saved) | set(current))
     return [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import pytest
+import yaml
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from contrastext.data.views import VIEWS
@@ -383,3 +384,22 @@ def test_a_registered_name_is_checked_against_its_registry_listing_the_names(rec
     with pytest.raises(ConfigError, match=r"method_args.view: .*unknown view 'shufle'; known views: delete, identity.*"
                                           r"did you mean 'shuffle'"):  # fmt: skip
         validate_method_args(NamedArgs, {"view": "shufle"}, recipe)
+
+
+def test_a_config_saved_before_a_key_moved_reads_under_todays_names(recipe):
+    """A checkpoint's config.yaml from before issue 20: the moved keys at their new place, the data keys added since
+    at their defaults, so resuming it compares like with like (training/resume_check.py)."""
+    from contrastext.training.config import dump_config, saved_under_current_names
+    from contrastext.training.resume_check import changed_keys
+
+    config = load_config(recipe, ["data.few_shot_sampling=per_class", "data.round_robin_order=[a, b]"])
+    old = yaml.safe_load(dump_config(config))
+    for key in ("few_shot_sampling", "round_robin_order", "round_robin_unit", "proportional_replacement"):
+        old["method_args"][key] = old["data"].pop(key)
+    upgraded = saved_under_current_names(old)
+    assert upgraded["data"]["few_shot_sampling"] == "per_class" and upgraded["data"]["round_robin_order"] == ["a", "b"]
+    assert "few_shot_sampling" not in upgraded["method_args"] and "few_shot_sampling" in old["method_args"]
+    assert changed_keys(yaml.safe_dump(old), config) == []
+    older = yaml.safe_load(dump_config(load_config(recipe)))
+    del older["data"]["proportional_replacement"], older["data"]["round_robin_unit"]  # not written then
+    assert changed_keys(yaml.safe_dump(older), load_config(recipe)) == []
