@@ -218,6 +218,9 @@ def common_overrides(args: argparse.Namespace, task: str, seed: int) -> list[str
     return sets
 
 
+PER_CLASS_DRAW = "data.few_shot_sampling=per_class"  # data.few_shot = N of each class (balanced draws)
+
+
 def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, list[str]]:
     """``(recipe, --set list)`` of one run."""
     task, variant, fraction = parse_setting(setting)
@@ -240,7 +243,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, l
             "method_args.lam=0",
             f"method_args.seeds=[{seed}]",
             "method_args.protocol=dev",
-            "data.few_shot_sampling=per_class",  # reclaim.yaml's draw (method_args.few_shot_sampling before issue 20)
+            PER_CLASS_DRAW,  # method_args.few_shot_sampling=per_class before issue 20
             "data.label_noise=0",
         ]
     negatives = "topk" if variant == top_variant(args) else variant
@@ -249,7 +252,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, l
     sets += [f"method_args.negatives={negatives}", "method_args.lam=0.1", f"method_args.k={args.k}"]
     if negatives == "random":
         sets.append("method_args.random_fraction=0.8")
-    return "reclaim", sets
+    return "reclaim", [*sets, PER_CLASS_DRAW]  # reclaim's own draw, written out: the same data section as PLAIN's
 
 
 def load(recipe: str, sets: list[str]):
@@ -395,6 +398,8 @@ def _matches(store: harness.RecordStore, args: argparse.Namespace, setting: str,
     recipe, sets = overrides(args, setting, seed)
     wanted = [s for s in sets if not s.startswith("output_dir=")]
     recorded = harness.renamed_keys(record["config"].get("overrides") or [])
+    if recipe == "reclaim" and PER_CLASS_DRAW not in recorded:  # recorded before issue 20: the recipe's default then
+        wanted = [s for s in wanted if s != PER_CLASS_DRAW]
     return record["config"].get("recipe") == recipe and recorded == wanted
 
 
