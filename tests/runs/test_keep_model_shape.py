@@ -15,11 +15,11 @@ import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
-from contrastext.runs.gd import GDArgs
-from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.models.encoder import TextEncoder
 from contrastext.runs.encoders import build_encoder
+from contrastext.runs.gd import GDArgs
 from contrastext.runs.registry import get_recipe
+from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.training.config import load_config
 from tests.cli.cli_runs import run
 from tests.runs.recipe_runs import RECIPES, recipe_config

@@ -14,8 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from contrastext.runs.mnrl import MNRLArgs
 from contrastext.models.encoder import TextEncoder
+from contrastext.runs.mnrl import MNRLArgs
 from contrastext.runs.registry import get_recipe
 from tests.cli.cli_runs import run
 from tests.runs.recipe_runs import read_log, recipe_config

@@ -12,10 +12,9 @@ import torch
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError, DataFormatError
 from contrastext.methods.simcse import SimCSE
-from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs
 from contrastext.objectives.infonce import InfoNCE
 from contrastext.runs.registry import get_recipe, run_recipe
-from contrastext.runs.simcse import build_sup, build_unsup
+from contrastext.runs.simcse import SimCSESupArgs, SimCSEUnsupArgs, build_sup, build_unsup
 from contrastext.runs.stages import run_training
 from tests.runs.recipe_runs import read_log, recipe_config, train_overrides
 
@@ -157,3 +156,21 @@ def test_the_final_weights_are_evaluated_once_when_they_are_the_ones_reported(
     assert len(calls) == 1  # eval_every = max_steps = 3: one evaluation, at the last step
     last = [r for r in read_log(tmp_path) if "eval/stsb_dev_spearman" in r][-1]
     assert summary["metrics"]["stsb_dev_spearman"] == last["eval/stsb_dev_spearman"]
+
+
+def test_one_source_per_knob_and_any_registered_objective():
+    """The recipe's knobs reach every objective whose constructor takes them and are refused in loss_args; the
+    objective's other arguments come from loss_args (issue 20)."""
+    from contrastext.objectives import DCL
+    from contrastext.runs.simcse import make_pair_objective
+    from contrastext.training.config import validate_method_args
+
+    infonce = make_pair_objective(SimCSESupArgs(temperature=0.1, symmetric=True, hard_negative_weight=0.5))
+    assert isinstance(infonce, InfoNCE) and (infonce.temperature, infonce.symmetric) == (0.1, True)
+    dcl = make_pair_objective(SimCSEUnsupArgs(loss="dcl", temperature=0.2))  # no symmetric: DCL does not take it
+    assert isinstance(dcl, DCL) and dcl.temperature == 0.2
+    for key in ("temperature", "symmetric", "hard_negative_weight"):
+        with pytest.raises(ConfigError, match=rf"simcse-sup.yaml: method_args.loss_args: .*set method_args.{key} "):
+            validate_method_args(SimCSESupArgs, {"loss_args": {key: 1}}, "simcse-sup.yaml")
+    with pytest.raises(ConfigError, match=r"method_args.loss: .*unknown objective 'infonse'.*did you mean 'infonce'"):
+        validate_method_args(SimCSEUnsupArgs, {"loss": "infonse"}, "simcse-unsup.yaml")
