@@ -80,6 +80,12 @@ def corruption_view(
         "k": shuffle_window,
         "probability": mask_probability if "mask_token_id" in accepted else corruption_probability,
     }
+    twice = sorted(set(given) & set(extra))
+    if twice:
+        raise ConfigError(
+            f"method_args.corruption_args: {', '.join(twice)} come(s) from CAPT's own keys (the tokenizer, "
+            "mask_probability / corruption_probability, shuffle_window), not corruption_args"
+        )
     return make_view(name, **{key: value for key, value in given.items() if key in accepted}, **extra)
 
 

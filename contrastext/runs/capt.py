@@ -70,6 +70,17 @@ DEFAULT_BACKBONE: dict[str, Any] = {
 }
 
 
+CORRUPTION_KNOBS = {
+    "probability": "method_args.mask_probability (masking views) or method_args.corruption_probability",
+    "k": "method_args.shuffle_window",
+    "mask_token_id": "the tokenizer",
+    "vocab_size": "the tokenizer",
+    "pad_token_id": "the tokenizer",
+}
+"""A view's constructor arguments that CAPT sets itself (:func:`contrastext.methods.capt.corruption_view`) -> where
+each comes from; ``corruption_args`` gives the others (one source per knob)."""
+
+
 class CAPTArgs(BaseModel):
     """``method_args`` of the ``capt`` recipe (see docs/methods/capt.md)."""
 
@@ -125,6 +136,14 @@ class CAPTArgs(BaseModel):
     @classmethod
     def _a_registered_view(cls, name: str) -> str:
         return registered(name, VIEWS)
+
+    @field_validator("corruption_args")
+    @classmethod
+    def _knobs_have_one_key(cls, corruption_args: dict[str, Any]) -> dict[str, Any]:
+        for argument, key in CORRUPTION_KNOBS.items():
+            if argument in corruption_args:
+                raise ValueError(f"the view's {argument!r} comes from {key}: set that, not corruption_args.{argument}")
+        return corruption_args
 
 
 

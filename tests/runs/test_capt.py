@@ -270,3 +270,6 @@ def test_the_corruption_is_any_registered_view(tmp_path, minilm_path, data_root)
         assert "masked" in batch  # not a masking view: the MLM reads a separately masked copy
     with pytest.raises(ConfigError, match=r"method_args\.corruption: .*unknown view 'toy_copy'; known views: delete"):
         args_of(config)
+    for argument, key in (("probability", "mask_probability"), ("k", "shuffle_window"), ("vocab_size", "tokenizer")):
+        with pytest.raises(ConfigError, match=rf"method_args\.corruption_args: .*{argument}'? comes from .*{key}"):
+            args_of(tiny_config(tmp_path, minilm_path, f"method_args.corruption_args.{argument}=3"))
