@@ -96,6 +96,8 @@ def effective_config(recipe: Path, overrides: list[str], output: Path | None) ->
     spec = get_recipe(config.method)
     config, preset = resolve_preset(spec, config)  # as the run applies method_args.preset
     raw = read_yaml(Path(file).read_text(encoding="utf-8")) or {}
+    if isinstance(raw, dict) and "recipe" in raw:  # read as method: (training/config.recipe_key_as_method)
+        raw["method"] = raw["recipe"]
     effective = config.model_dump(mode="json")
     effective["method_args"] = parse_method_args(spec, config).model_dump(mode="json")
     overridden = config.overridden_keys

@@ -367,7 +367,7 @@ class TrainConfig(Section):
 
     method: str = Field(
         description="the recipe to run, by its registry name (simcse-unsup, simcse-sup, mnrl, gd, scl, reclaim, capt, "
-        "multitask, ...); the key keeps its name for the recipes already written"
+        "multitask, ...); `recipe:` is accepted for this key, which keeps its name for the recipes already written"
     )
     model: str = Field(
         description="starting model: a local folder, bundled:all-MiniLM-L6-v2, or a Hugging Face hub name"
@@ -443,11 +443,27 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Train
     if not isinstance(raw, dict):
         raise ConfigError(f"{file}: the top level must be a mapping of keys, got {type(raw).__name__}")
     overridden = apply_overrides(raw, overrides, file)
+    recipe_key_as_method(raw, file, overridden)
     _empty_lists(raw, overridden)
     config = _validate(TrainConfig, raw, file, overridden, prefix="")
     config._source = file
     config._overridden = frozenset(overridden)
     return config
+
+
+def recipe_key_as_method(raw: dict, file: str, overridden: set[str]) -> None:
+    """``recipe: NAME`` is read as ``method: NAME`` (the recipe to run; ``method`` is the key the shipped recipes
+    and saved configs write); both given is a ConfigError."""
+    if "recipe" not in raw:
+        return
+    if "method" in raw:
+        raise ConfigError(
+            f"{_origin('recipe', file, overridden)}: recipe and method both name the recipe to run "
+            f"({raw['recipe']!r}, {raw['method']!r}): keep one"
+        )
+    raw["method"] = raw.pop("recipe")
+    if "recipe" in overridden:
+        overridden.add("method")
 
 
 def _empty_lists(raw: dict, overridden: Iterable[str]) -> None:

@@ -403,3 +403,14 @@ def test_a_config_saved_before_a_key_moved_reads_under_todays_names(recipe):
     older = yaml.safe_load(dump_config(load_config(recipe)))
     del older["data"]["proportional_replacement"], older["data"]["round_robin_unit"]  # not written then
     assert changed_keys(yaml.safe_dump(older), load_config(recipe)) == []
+
+
+def test_recipe_is_accepted_for_method(tmp_path):
+    """The key that names the recipe to run may be written ``recipe:`` (``method:`` stays, for the recipes written)."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text(RECIPE.replace("method: simcse-unsup", "recipe: gd"))
+    config = load_config(path)
+    assert config.method == "gd" and "recipe" not in config.model_dump()
+    assert load_config(path, ["recipe=mnrl"]).method == "mnrl"
+    with pytest.raises(ConfigError, match=r"--set recipe .*recipe and method both name the recipe to run"):
+        load_config(tmp_path / "recipe.yaml", ["method=scl", "recipe=gd"])
