@@ -31,13 +31,17 @@ from contrastext.runtime.processes import is_main_process
 
 # Help texts are rich markup: a literal "[" is written "\\[" (else "[stsb:dev]" would vanish as a style tag).
 SET_HELP = (
-    "Override config keys: dotted KEY=VALUE, the value read as YAML (e.g. train.max_steps=10, "
-    "method_args.temperature=0.1, eval.tasks=\\[stsb:dev,sickr:test]). Several may follow one flag "
-    "(--set a=1 b=2), and the flag may be repeated. An empty value clears a list (eval.tasks= or "
-    "eval.tasks=\\[]). "
+    "Override config keys: dotted KEY=VALUE, the value read as YAML (examples below). Several may follow one "
+    "flag (--set a=1 b=2), and the flag may be repeated. An empty value clears a list. "
     "train.max_steps given here sets the length even when the recipe sets train.epochs (and train.epochs "
     "given here wins over the recipe's train.max_steps). Every key: docs/CONFIG.md."
 )
+SET_EXAMPLES: tuple[str, ...] = (
+    "--set train.max_steps=10 method_args.temperature=0.1",
+    "--set eval.tasks=\\[stsb:dev,sickr:test]",
+    "--set eval.tasks=\\[]   (or eval.tasks= : an empty value clears a list)",
+)
+"""The --set examples, in the epilog: a full-width line each, so a narrow terminal never cuts one."""
 MAIN_KEYS: tuple[tuple[str, str], ...] = (
     ("train.lr", "peak learning rate"),
     ("train.batch_size", "global batch size (all processes together)"),
@@ -56,6 +60,7 @@ def main_keys_epilog() -> str:
     rows = "\n".join(f"  {key}: {what}" for key, what in MAIN_KEYS)
     return (
         "Main keys (set with --set KEY=VALUE):\n\n" + rows + "\n\n"
+        "Examples:\n\n" + "\n".join(f"  {example}" for example in SET_EXAMPLES) + "\n\n"
         "Every key with its value and origin: contrastext config show RECIPE \\[--set ...]; all keys: docs/CONFIG.md."
     )
 
