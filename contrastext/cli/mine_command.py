@@ -86,7 +86,7 @@ def mine_command(
     sampling_strategy: Annotated[str, typer.Option("--sampling-strategy", help="top or random.")] = "top",
     include_positives: Annotated[bool, typer.Option("--include-positives")] = False,
     output_format: Annotated[str, typer.Option("--output-format", help="triplet, n-tuple or labeled-pair.")] = "triplet",
-    search: Annotated[str, typer.Option("--search", help="exact, faiss (flat) or ivf (faiss IVF).")] = "exact",
+    search: Annotated[str, typer.Option("--search", help="A registered search: exact, faiss (flat index) or ivf (faiss IVF), or one a user registered.")] = "exact",
     query_chunk_size: Annotated[int, typer.Option("--query-chunk-size", help="Queries searched at once.")] = 1024,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --sampling-strategy random.")] = 0,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per forward pass.")] = 64,

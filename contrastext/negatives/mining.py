@@ -5,8 +5,9 @@ The options have ST's names and meanings (``sentence_transformers.util.hard_nega
 1. the corpus is the distinct texts of ``corpus`` (``--corpus``) followed by the positives, or the distinct
    positives alone; the queries are the distinct anchors (a query given with several positives keeps them all);
 2. everything is embedded once, L2-normalised, and each query's ``range_max + max_positives`` nearest corpus texts
-   are found by cosine similarity (``search``: ``exact``, chunked matrix products; ``faiss``, a flat inner-product
-   index; ``ivf``, faiss's approximate inverted lists), ``query_chunk_size`` queries at a time;
+   are found by cosine similarity (``search``: any registered search, :data:`contrastext.negatives.search.SEARCHES`:
+   ``exact``, chunked matrix products; ``faiss``, a flat inner-product index; ``ivf``, faiss's approximate inverted
+   lists, built once over the corpus), ``query_chunk_size`` queries at a time;
    ``range_max`` defaults to ``range_min + num_negatives + max_positives``, or ``range_min + 10·num_negatives +
    max_positives`` when a margin or ``max_score`` is set (``max_positives``: the most rows of one query);
 3. a query's own positives are removed (unless ``include_positives``), then candidates that fail a filter:
@@ -42,9 +43,12 @@ import torch
 from torch import Tensor
 
 from contrastext.errors import ConfigError, EmptyDataError, UnknownNameError
+from contrastext.negatives.search import SEARCHES
 
-SEARCHES: tuple[str, ...] = ("exact", "faiss", "ivf")
 SAMPLING: tuple[str, ...] = ("top", "random")
+MINING_SEARCH_SETTINGS: dict[str, object] = {"exact_below": 0, "storage": "float32"}
+"""Settings given to a search that takes them: mining asks for an index whatever the corpus size, with full-precision
+codes (the banks' float16 codes save memory that a one-off mining run does not need)."""
 OUTPUT_FORMATS: tuple[str, ...] = ("triplet", "n-tuple", "labeled-pair")
 EncodeFn = Callable[[list[str]], np.ndarray]
 
@@ -71,7 +75,7 @@ class MiningOptions:
         """ConfigError naming the option (as ``--range-min`` …) when a value cannot be used."""
         for name, value, choices in (("--sampling-strategy", self.sampling_strategy, SAMPLING),
                                      ("--output-format", self.output_format, OUTPUT_FORMATS),
-                                     ("--search", self.search, SEARCHES)):  # fmt: skip
+                                     ("--search", self.search, SEARCHES.names())):  # fmt: skip
             if value not in choices:
                 raise UnknownNameError(f"{name} {value!r}: choose one of {', '.join(choices)}")
         if self.num_negatives < 1:
@@ -115,28 +119,14 @@ def search_candidates(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Each query's ``k`` best corpus rows by cosine (scores, indices), padded with −inf / −1 past the corpus."""
-    from contrastext.negatives.search import ExactSearch, IVFSearch
-
     available = min(k, corpus_embeddings.size(0))
     scores_list, indices_list = [], []
-    index = None
-    ivf = IVFSearch(exact_below=0, storage="float32") if search == "ivf" else None
-    exact = ExactSearch()
-    if search == "faiss":
-        import faiss
-
-        index = faiss.IndexFlatIP(corpus_embeddings.size(1))
-        index.add(np.ascontiguousarray(corpus_embeddings.numpy()))
+    accepted = SEARCHES.accepted_arguments(search)
+    searcher = SEARCHES.make(search, **{key: v for key, v in MINING_SEARCH_SETTINGS.items() if key in accepted})
     for start in range(0, query_embeddings.size(0), query_chunk_size):
         chunk = query_embeddings[start : start + query_chunk_size]
-        if index is not None:
-            found_scores, found_indices = index.search(np.ascontiguousarray(chunk.numpy()), available)
-            scores, indices = torch.from_numpy(found_scores), torch.from_numpy(found_indices).long()
-        elif ivf is not None:
-            changed = None if start == 0 else torch.empty(0, dtype=torch.long)  # the index is built once
-            scores, indices = ivf.topk(chunk, corpus_embeddings, available, changed=changed)
-        else:
-            scores, indices = exact.topk(chunk, corpus_embeddings, available)
+        changed = None if start == 0 else torch.empty(0, dtype=torch.long)  # the corpus is fixed: index it once
+        scores, indices = searcher.topk(chunk, corpus_embeddings, available, changed=changed)
         scores_list.append(scores.float())
         indices_list.append(indices.long())
         if progress is not None:

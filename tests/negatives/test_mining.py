@@ -151,3 +151,21 @@ def test_bad_options_are_named():
         mine_hard_negatives(["a"], ["b"], encode, options=MiningOptions(num_negatives=0))
     with pytest.raises(ConfigError, match="--range-min must be smaller"):
         mine_hard_negatives(["a"], ["b"], encode, options=MiningOptions(range_min=5, range_max=3))
+
+
+def test_a_search_a_user_registers_mines(st_model, nli_rows):
+    """--search takes any registered search: one registered at run time mines what its parent does."""
+    from contrastext.negatives.search import SEARCHES, ExactSearch
+
+    class SmallChunks(ExactSearch):
+        def __init__(self):
+            super().__init__(chunk_size=7)
+
+    queries, positives, corpus = nli_rows
+    exact = mine_hard_negatives(queries, positives, encode_with(st_model), corpus=corpus)
+    with SEARCHES.registered("small-chunks", SmallChunks):
+        mined = mine_hard_negatives(queries, positives, encode_with(st_model), corpus=corpus,
+                                    options=MiningOptions(search="small-chunks"))  # fmt: skip
+    assert mined.rows == exact.rows
+    with pytest.raises(UnknownNameError, match="small-chunks"):
+        MiningOptions(search="small-chunks").check()
