@@ -16,7 +16,7 @@ from contrastext.runs import capt, multitask, scl
 from contrastext.runs.capt import CAPTArgs
 from contrastext.runs.multitask import MultitaskArgs
 from contrastext.runs.plan import plan_lines
-from contrastext.runs.recipes import recipe_names, recipe_path
+from contrastext.runs.recipes import recipe_path, shipped_recipe_names
 from contrastext.runs.scl import SCLArgs
 from contrastext.training.config import load_config
 from tests.cli.cli_runs import run
@@ -97,7 +97,7 @@ def logged_steps(output: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe", recipe_names())
+@pytest.mark.parametrize("recipe", shipped_recipe_names())
 def test_every_recipe_runs_short_in_every_stage(recipe, tmp_path, make_tiny_bert, data_root, capsys):
     """The issue's short run on each shipped recipe, on a tiny BERT (CAPT from scratch reads only its
     vocabulary): it prints its plan, and no stage trains more than 3 steps."""

@@ -7,7 +7,7 @@ Example::
 
     >>> recipe_path("simcse-unsup").name
     'simcse-unsup.yaml'
-    >>> recipe_names()[:3]
+    >>> shipped_recipe_names()[:3]
     ['capt', 'capt-continued', 'gd']
 """
 
@@ -21,7 +21,7 @@ from contrastext.errors import UnknownNameError
 RECIPES_DIR = Path(__file__).resolve().parent
 
 
-def recipe_names() -> list[str]:
+def shipped_recipe_names() -> list[str]:
     """The names of the shipped recipes (their file names without ``.yaml``)."""
     return sorted(path.stem for path in RECIPES_DIR.glob("*.yaml"))
 
@@ -32,8 +32,8 @@ def recipe_path(recipe: str | os.PathLike) -> Path:
     if path.is_file():
         return path
     name = path.name[: -len(".yaml")] if path.name.endswith(".yaml") else path.name
-    if path.parent == Path(".") and name in recipe_names():
+    if path.parent == Path(".") and name in shipped_recipe_names():
         return RECIPES_DIR / f"{name}.yaml"
     raise UnknownNameError(
-        f"no recipe file at {recipe} and no shipped recipe of that name; shipped recipes: {', '.join(recipe_names())}"
+        f"no recipe file at {recipe} and no shipped recipe of that name; shipped recipes: {', '.join(shipped_recipe_names())}"
     )
