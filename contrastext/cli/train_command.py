@@ -27,6 +27,7 @@ from typer.core import TyperCommand
 
 from contrastext.cli import app
 from contrastext.data.root import resolve_data_root
+from contrastext.errors import ConfigError
 from contrastext.runtime.processes import is_main_process
 
 # Help texts are rich markup: a literal "[" is written "\\[" (else "[stsb:dev]" would vanish as a style tag).
@@ -209,6 +210,8 @@ def train_command(
     from contrastext.runs.registry import run_recipe
     from contrastext.runtime.signals import PREEMPTED_EXIT_CODE, TrainingPreempted
 
+    if allow_data_change and not resume and resume_from is None:
+        raise ConfigError("--resume-allow-data-change applies to a resume: add --resume or --resume-from")
     config = prepare(recipe, list(overrides or []), output)
     # Read lazily: only a registry task needs the data root (then --data-root, else $CONTRASTEXT_DATA, else
     # a MissingDataError saying so). A --data-root that is given must exist, though.

@@ -174,6 +174,14 @@ def test_a_changed_data_file_is_accepted_with_the_flag_and_a_line(trained, capsy
     assert code == 0, stderr
 
 
+def test_the_data_change_flag_without_a_resume_is_refused(trained, capsys, no_model_loads):
+    argv, output, data = trained
+    before = folder_digest(output)
+    line = one_error([*argv, "--resume-allow-data-change"], capsys)
+    assert "--resume-allow-data-change applies to a resume" in line and "--resume" in line
+    assert folder_digest(output) == before
+
+
 def test_the_same_bytes_with_a_new_mtime_are_the_same_data(trained, capsys, caplog):
     argv, output, data = trained
     later = data.stat().st_mtime + 3600
