@@ -5,6 +5,8 @@ Example::
     contrastext eval --model runs/simcse/best --tasks sts12,sts13,sts14,sts15,sts16,stsb,sickr \\
         --data-root ../shared/data --json results.json
     contrastext eval --model bundled:all-MiniLM-L6-v2 --tasks sts:my_sts.csv,pairs:held_out.jsonl
+    contrastext eval --model runs/mnrl/best/encoder --tasks ir:my_beir_folder@dev --json ir.json
+    contrastext eval --model bundled:all-MiniLM-L6-v2 --tasks 'sts[text=text_a,pair=text_b,score=similarity]:my.csv'
 
 Task specs (registry names and the user's files) are parsed by :mod:`contrastext.evaluation.task_specs`.
 """
@@ -35,6 +37,7 @@ from contrastext.cli.predict_command import evaluate_with_head, load_classifier_
 from contrastext.data.root import resolve_data_root
 from contrastext.errors import ContrastextError
 from contrastext.evaluation.evaluators import METRIC_NAMES
+from contrastext.evaluation.ir_keys import IR_METRIC_NAMES
 from contrastext.evaluation.suite import check_task_specs, default_tasks, evaluate_tasks, report_metrics
 from contrastext.models.hf_export import is_classifier_folder
 from contrastext.runtime.paths import check_apart
@@ -47,22 +50,36 @@ class Aggregation(StrEnum):
 
 TASKS_HELP = (
     "Comma-separated task specs: NAME[:SPLIT] for a registry task (stsb:dev, sts12, sst2), KIND:PATH[@SPLIT] for "
-    "your own CSV/TSV/JSONL file, KIND one of sts, classification, pairs (sts:my_sts.csv), or a bare PATH whose "
-    "kind follows from its columns (see above). Default: the STS suite sts12-16, stsb, sickr, as far as the data "
-    "root holds it."
+    "your own CSV/TSV/JSONL file, KIND one of sts, classification, pairs (sts:my_sts.csv), ir:FOLDER[@SPLIT] for a "
+    "BEIR retrieval folder, KIND[ROLE=COLUMN,...]:PATH to name the columns, or a bare PATH whose kind follows "
+    "from its columns (see above). Default: the STS suite sts12-16, stsb, sickr, as far as the data root holds it."
 )
 
 
 def parse_task_list(tasks: str) -> list[str]:
-    """``"stsb:dev, sts12"`` -> ``["stsb:dev", "sts12"]``; an empty item is an error."""
-    specs = [spec.strip() for spec in tasks.split(",")]
-    if not specs or any(not spec for spec in specs):
+    """``"stsb:dev, sts12"`` -> ``["stsb:dev", "sts12"]``; commas inside ``[...]`` (a spec's column roles,
+    ``sts[text=a,pair=b,score=s]:f.csv``) separate nothing; an empty item or an unclosed ``[`` is an error."""
+    specs, current, depth = [], [], 0
+    for character in tasks:
+        depth += {"[": 1, "]": -1}.get(character, 0)
+        if character == "," and depth == 0:
+            specs.append("".join(current).strip())
+            current = []
+        else:
+            current.append(character)
+    specs.append("".join(current).strip())
+    if depth != 0:
+        raise ContrastextError(f"--tasks {tasks!r}: a '[' without its ']' (or the reverse)")
+    if any(not spec for spec in specs):
         raise ContrastextError(f"--tasks {tasks!r}: give comma-separated task names without empty items")
     return specs
 
 
-METRIC_COLUMNS = METRIC_NAMES
-"""The table's metric columns: every metric a task may report (``accuracy_at_1`` printed as ``acc@1``...)."""
+IR_TABLE_METRICS: tuple[str, ...] = ("cosine_ndcg@10", "cosine_recall@100", "cosine_map@100")
+"""The IR metrics the table shows (the JSON has all of them)."""
+METRIC_COLUMNS = tuple(name for name in METRIC_NAMES if name not in IR_METRIC_NAMES) + IR_TABLE_METRICS
+"""The table's metric columns: every metric a task may report (``accuracy_at_1`` printed as ``acc@1``...), of an ir
+set's only :data:`IR_TABLE_METRICS`."""
 
 
 def json_ready(value, where: str = "", undefined: list[str] | None = None):
@@ -92,7 +109,8 @@ def results_table(results: dict) -> Table:
     """One row per task: split, n and the metrics any task reports (Spearman/Pearson, accuracy/F1/MCC)."""
     table = Table(title="contrastext eval (scores x100)")
     metrics = [key for key in METRIC_COLUMNS if any(key in result for result in results["tasks"].values())]
-    headers = {"accuracy_at_1": "acc@1", "accuracy_at_10": "acc@10", "mrr_at_10": "mrr@10"}
+    headers = {"accuracy_at_1": "acc@1", "accuracy_at_10": "acc@10", "mrr_at_10": "mrr@10",
+               "cosine_ndcg@10": "ndcg@10", "cosine_recall@100": "recall@100", "cosine_map@100": "map@100"}
     for column in ("task", "split", "n", *metrics):
         table.add_column(headers.get(column, column), justify="left" if column in ("task", "split") else "right")
 
@@ -164,7 +182,9 @@ def eval_command(
 
     Without --tasks: the STS suite (sts12-16, stsb, sickr on their test splits) as far as the data root holds it; a task without its test file is evaluated on its dev split, one with neither is skipped, and a note says so (the shipped data has STS12 and the STS-B / SICK dev files only).
 
-    Your own files: sts:FILE (two text columns, then a score column), classification:FILE (one or two text columns, then a label column, string labels welcome; a probe trained on 80% of the file, scored on the other 20%), pairs:FILE (anchor, positive[, hard_negative]; each anchor retrieves its positive among all positives: accuracy@1/@10, MRR@10). CSV and TSV need a header row (the score column named score or label); JSONL one object a line. A file is reported under its stem, split "file" (or FILE@SPLIT), and needs no --data-root.
+    Your own files: sts:FILE (two text columns, then a score column), classification:FILE (one or two text columns, then a label column, string labels welcome; a probe trained on 80% of the file, scored on the other 20%), pairs:FILE (anchor, positive[, hard_negative]; each anchor retrieves its positive among all positives: accuracy@1/@10, MRR@10), ir:FOLDER[@SPLIT] (BEIR's layout: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv, SPLIT test by default, or the same as CSV/TSV; each query searches the whole corpus, scored as sentence-transformers' InformationRetrievalEvaluator: cosine_ and dot_ accuracy, precision, recall, ndcg, mrr, map @1/3/5/10/100, headline cosine_ndcg@10; the table shows three, the JSON all). CSV and TSV need a header row (the score column named score or label); JSONL one object a line. A file is reported under its stem (an ir folder under its name, split test or SPLIT), split "file" (or FILE@SPLIT), and needs no --data-root.
+
+    Other column names: KIND[ROLE=COLUMN,...]:PATH, the roles of training's data.columns: text, pair, negative (the texts, in that order), score (sts), label (classification): 'sts[text=text_a,pair=text_b,score=similarity]:my.csv', 'pairs[text=question,pair=answer]:qa.jsonl'; texts not named are the other columns in file order. ir takes id, text, title (corpus and queries) and query_id, corpus_id, score (qrels header): 'ir[id=doc_id,text=body]:my_folder'. Quote the spec in the shell; commas inside [...] do not separate specs.
 
     Without a split a task uses its default one (test for the STS suite sts12-16, stsb, sickr). STS tasks are scored by Spearman/Pearson of the cosine of the two embeddings; classification tasks (sst2, mrpc, cola...) by a logistic-regression probe on frozen embeddings (accuracy, F1, MCC; C picked on dev, or by 5-fold CV on train when dev is the evaluated split). When --model is an exported classifier folder (<run>/classifier), classification tasks are scored by its own head instead (and STS tasks by a regression head); each result's "scored_by" says which.
 

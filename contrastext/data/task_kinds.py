@@ -16,7 +16,8 @@ kind           examples                                       group
 
 A user's evaluation file (``KIND:PATH`` in ``contrastext eval --tasks`` and ``eval.tasks``,
 :mod:`contrastext.evaluation.task_specs`) has one of :data:`EVAL_FILE_KINDS`; a ``pairs`` file is a task of kind
-``pairs`` (scored by retrieval), the others map onto the kinds above.
+``pairs`` (scored by retrieval), an ``ir`` folder (queries, a corpus and qrels in the BEIR layout) a task of kind
+``ir`` (scored by information-retrieval metrics, headline ``cosine_ndcg@10``), the others map onto the kinds above.
 
 Example::
 
@@ -40,5 +41,5 @@ CLASSIFICATION_KINDS: tuple[str, ...] = ("single", "pair")
 """One or two texts with a class label: evaluated by accuracy, F1 and MCC (a probe, or a classifier's head)."""
 LABELLED_KINDS: tuple[str, ...] = CLASSIFICATION_KINDS + SCORED_PAIR_KINDS
 """What fine-tuning trains on and what a task evaluation scores (the other kinds are training data only)."""
-EVAL_FILE_KINDS: tuple[str, ...] = ("sts", "classification", "pairs")
-"""The kinds of a user's evaluation file (``KIND:PATH``)."""
+EVAL_FILE_KINDS: tuple[str, ...] = ("sts", "classification", "pairs", "ir")
+"""The kinds of a user's evaluation file (``KIND:PATH``; ``ir:FOLDER``)."""

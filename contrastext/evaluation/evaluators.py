@@ -6,7 +6,9 @@ One producer of metric keys for training (:func:`make_evaluator`), the ``contras
 ``<task>_<split>_<metric>`` (e.g. ``stsb_dev_spearman``, ``sst2_dev_accuracy``, ``minbert-sts_dev_pearson``,
 ``my_sts_file_spearman`` for a file named by its stem with the split ``file``), and :func:`task_metrics` turns one
 task's scores into its keys plus ``<task>_<split>_score``, the task's headline metric (``Task.metric``, whose names
-are the ``<metric>`` of the keys: ``spearman``, ``pearson``, ``accuracy``, ``f1``, ``mcc``, ``mrr_at_10``). ``score``
+are the ``<metric>`` of the keys: ``spearman``, ``pearson``, ``accuracy``, ``f1``, ``mcc``, ``mrr_at_10``, and an
+``ir:`` set's ``cosine_ndcg@10``, its metrics being sentence-transformers' IR keys, :mod:`~contrastext.evaluation.ir_keys`,
+so ``<folder>_test_cosine_ndcg@10``). ``score``
 is the headline metric of the FIRST evaluation set, so ``train.metric_for_best: score`` fits every recipe. All
 values are ×100; the metrics are a flat ``{key: value}`` dict wherever they are produced.
 
@@ -14,8 +16,9 @@ Two ways to get predictions:
 
 - ``predictions="embeddings"`` (sentence encoders): the cosine of the two sentences' embeddings,
   ``model.encoder.encode`` (:func:`contrastext.evaluation.sts.evaluate_sts`) for scored pairs; a user's
-  ``pairs`` file by retrieval (:mod:`contrastext.evaluation.retrieval`) and ``classification`` file by the
-  frozen-embedding probe on a seeded 80/20 split of its rows.
+  ``pairs`` file by retrieval (:mod:`contrastext.evaluation.retrieval`), an ``ir`` folder by its queries searching
+  its corpus (:func:`contrastext.evaluation.information_retrieval.evaluate_retrieval_set`) and a ``classification``
+  file by the frozen-embedding probe on a seeded 80/20 split of its rows.
 - ``predictions="head"`` (fine-tuned classifiers and regressors): ``model.predict(examples, batch_size=...,
   task=<task name>)`` returns class ids or scores, scored with the task's metric
   (:func:`contrastext.evaluation.classification.evaluate_predictions`).
@@ -42,12 +45,13 @@ from typing import Any, Literal
 from contrastext.data.examples import Example
 from contrastext.data.task_kinds import SCORED_PAIR_KINDS
 from contrastext.errors import ConfigError
+from contrastext.evaluation.ir_keys import IR_METRIC_NAMES
 from contrastext.evaluation.task_specs import FileTask
 
 Predictions = Literal["embeddings", "head"]
 Evaluator = Callable[[Any], dict[str, float]]
 METRIC_NAMES: tuple[str, ...] = (
-    "spearman", "pearson", "accuracy", "f1", "mcc", "accuracy_at_1", "accuracy_at_10", "mrr_at_10"
+    "spearman", "pearson", "accuracy", "f1", "mcc", "accuracy_at_1", "accuracy_at_10", "mrr_at_10", *IR_METRIC_NAMES
 )
 """Every ``<metric>`` a task's scores may have, in the order tables show them (a result's other fields, such as
 ``n``, ``split`` or ``subsets``, are no metrics and get no key)."""
@@ -97,13 +101,15 @@ class EvalSet:
     ``task`` is a registry :class:`~contrastext.data.tasks.Task` or a user's file
     (:class:`~contrastext.evaluation.task_specs.FileTask`). ``name`` replaces the task's name in the keys when the
     rows come from a file of their own (a user's ``data.eval_path``: its keys are named after that file, not after
-    the training file the task is named after).
+    the training file the task is named after). ``retrieval`` holds an ``ir`` set's queries, corpus and judgements
+    (a :class:`~contrastext.data.readers.beir.BeirData`; its ``examples`` are empty).
     """
 
     task: Any  # contrastext.data.tasks.Task or contrastext.evaluation.task_specs.FileTask
     split: str
     examples: Sequence[Example]
     name: str | None = None
+    retrieval: Any = None  # contrastext.data.readers.beir.BeirData for an ir set
 
     @property
     def key_name(self) -> str:
@@ -141,7 +147,7 @@ def _scores_from_embeddings(model, eval_set: EvalSet, batch_size: int) -> dict[s
 
 
 def _file_scores(encode, eval_set: EvalSet, batch_size: int) -> dict[str, float]:
-    """A pairs file by retrieval; a classification file by the probe, trained on a seeded 80 % of its rows and
+    """A pairs file by retrieval; an ir folder by its queries searching its corpus; a classification file by the probe, trained on a seeded 80 % of its rows and
     scored on the other 20 %."""
     from contrastext.data.tasks import holdout_split
     from contrastext.evaluation.classification import HOLDOUT_FRACTION, check_probe_training, evaluate_probe
@@ -150,6 +156,10 @@ def _file_scores(encode, eval_set: EvalSet, batch_size: int) -> dict[str, float]
     task = eval_set.task
     if task.eval_kind == "pairs":
         return evaluate_pairs(encode, eval_set.examples, batch_size=batch_size)
+    if task.eval_kind == "ir":
+        from contrastext.evaluation.information_retrieval import evaluate_retrieval_set
+
+        return evaluate_retrieval_set(encode, eval_set.retrieval, batch_size=batch_size)
     train, evaluated = holdout_split(list(eval_set.examples), HOLDOUT_FRACTION, seed=0)
     check_probe_training(train, task.path, cross_validated=True, subsampled=False)
     return evaluate_probe(encode, train, evaluated, kind=task.kind, metric=task.metric, batch_size=batch_size)

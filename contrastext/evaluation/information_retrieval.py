@@ -39,12 +39,14 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from contrastext.data.readers.beir import BeirData
 from contrastext.errors import EmptyDataError
+from contrastext.evaluation.ir_keys import HEADLINE, KS, METRICS, SCORE_FUNCTIONS, metric_keys
 
-KS: tuple[int, ...] = (1, 3, 5, 10, 100)
-SCORE_FUNCTIONS: tuple[str, ...] = ("cosine", "dot")
-METRICS: tuple[str, ...] = ("accuracy", "precision", "recall", "ndcg", "mrr", "map")
-HEADLINE = "cosine_ndcg@10"
+__all__ = [
+    "HEADLINE", "KS", "METRICS", "SCORE_FUNCTIONS", "Hits", "evaluate_information_retrieval", "evaluate_retrieval_set",
+    "id_ranks", "information_retrieval_metrics", "metric_keys", "metrics_from_hits", "search_top_k",
+]
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,6 @@ class Hits:
 
     scores: Tensor
     rows: Tensor
-
-
-def metric_keys(score_functions: Sequence[str] = SCORE_FUNCTIONS, ks: Sequence[int] = KS) -> list[str]:
-    """Every key :func:`information_retrieval_metrics` returns, e.g. ``cosine_accuracy@1``."""
-    return [f"{name}_{metric}@{k}" for name in score_functions for metric in METRICS for k in ks]
 
 
 def _scores(name: str, queries: Tensor, corpus: Tensor) -> Tensor:
@@ -258,3 +255,31 @@ def evaluate_information_retrieval(
         query_embeddings, corpus_embeddings, query_ids, corpus_ids, relevant_docs, score_functions=score_functions,
         ks=ks, corpus_chunk_size=corpus_chunk_size, query_chunk_size=query_chunk_size,
     )
+
+
+def evaluate_retrieval_set(
+    encode: Callable[..., np.ndarray],
+    data: BeirData,
+    *,
+    batch_size: int = 64,
+    limit: int | None = None,
+    corpus_chunk_size: int = 50_000,
+    query_chunk_size: int = 1024,
+) -> dict[str, float | int]:
+    """An ``ir:`` spec's numbers: :func:`evaluate_information_retrieval` on ``data`` (a ``BeirData``), ×100 like
+    every task's metrics, plus ``n`` (the queries scored: those with a relevant document) and ``corpus`` (the
+    documents searched). ``limit``: only the first ``limit`` of those queries (file order), the whole corpus
+    searched (a smoke-test aid)."""
+    data = data.first_queries(limit)
+    scored = len(data.judged_queries())
+    if not scored:
+        raise EmptyDataError(f"{_where(data)}: no query has a relevant document (a qrels score > 0)")
+    scores = evaluate_information_retrieval(
+        encode, data.queries, data.corpus, data.relevant_docs, batch_size=batch_size,
+        corpus_chunk_size=corpus_chunk_size, query_chunk_size=query_chunk_size,
+    )
+    return {**{key: value * 100 for key, value in scores.items()}, "n": scored, "corpus": len(data.corpus)}
+
+
+def _where(data: BeirData) -> str:
+    return str(data.paths[2]) if data.paths else "the retrieval set"

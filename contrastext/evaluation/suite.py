@@ -5,9 +5,11 @@ Similarity tasks (kinds ``sts`` and ``regression``: STS12–16, STS-B, SICK-R) a
 the two embeddings (:func:`contrastext.evaluation.sts.evaluate_sts`); classification tasks (kinds
 ``single`` and ``pair``: SST-2, MRPC, ...) by the frozen-embedding probe
 (:func:`contrastext.evaluation.classification.evaluate_classification`). A file of the user's
-(``sts:my_sts.csv``, ``classification:reviews.tsv``, ``pairs:para.jsonl``; syntax and columns in
-:mod:`contrastext.evaluation.task_specs`) is scored the same way by its kind, pairs by retrieval
-(:mod:`contrastext.evaluation.retrieval`); its result also names its ``kind`` and ``path``.
+(``sts:my_sts.csv``, ``classification:reviews.tsv``, ``pairs:para.jsonl``, ``ir:my_beir_folder``; syntax and
+columns in :mod:`contrastext.evaluation.task_specs`) is scored the same way by its kind, pairs by retrieval
+(:mod:`contrastext.evaluation.retrieval`), an ir folder by sentence-transformers' IR metrics
+(:mod:`contrastext.evaluation.information_retrieval`: ``cosine_ndcg@10`` ... ×100, ``n`` queries scored and
+``corpus`` documents searched); its result also names its ``kind`` and ``path``.
 
 :func:`default_tasks` picks, from the STS suite, what a data root holds (the dev split where the test file is
 missing; the shipped data has STS12 and the STS-B / SICK dev files only) and says what it changed.
@@ -133,7 +135,8 @@ def evaluate_file(
     seed: int = 0,
 ) -> dict:
     """A file spec's numbers (without ``split``): sts correlations, the probe on a seeded 80/20 split of a
-    classification file, or pair retrieval; ``kind`` and ``path`` say what was read."""
+    classification file, pair retrieval, or an ir folder's metrics (``--limit``: its first queries, the whole
+    corpus searched); ``kind`` and ``path`` say what was read."""
     data = load_eval_data(spec)
     task = spec.task
     about = {"kind": task.eval_kind, "path": str(task.path)}
@@ -141,6 +144,11 @@ def evaluate_file(
         return {**evaluate_sts(encode, data.examples[:limit], batch_size=batch_size), **about}
     if task.eval_kind == "pairs":
         return {**evaluate_pairs(encode, data.examples[:limit], batch_size=batch_size), **about}
+    if task.eval_kind == "ir":
+        from contrastext.evaluation.information_retrieval import evaluate_retrieval_set
+
+        scores = evaluate_retrieval_set(encode, data.retrieval, batch_size=batch_size, limit=limit)
+        return {**scores, **about}
     train, evaluated = holdout_split(data.examples, HOLDOUT_FRACTION, seed=seed)
     subsampled = max_train is not None and max_train < len(train)
     train = _subsample(train, max_train, seed)

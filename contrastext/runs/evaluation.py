@@ -2,7 +2,7 @@
 
 ``eval.tasks`` takes the specs of ``contrastext eval --tasks`` (:mod:`contrastext.evaluation.task_specs`): registry
 STS tasks (``stsb:dev``) and the user's files (``sts:my_sts.csv``, ``pairs:held_out_pairs.jsonl``,
-``classification:reviews.csv``). Keys follow ``<task>_<split>_<metric>``, a file being named after its stem with
+``classification:reviews.csv``, ``ir:my_beir_folder@dev``: keys ``my_beir_folder_dev_cosine_ndcg@10`` ...). Keys follow ``<task>_<split>_<metric>``, a file being named after its stem with
 the split ``file`` (or its ``@split``): ``my_sts_file_spearman``, ``held_out_pairs_file_mrr_at_10``,
 ``reviews_file_accuracy``; ``score`` is the first spec's headline metric. The keys are made by the one producer
 of metric keys, :func:`contrastext.evaluation.evaluators.make_evaluator`.
@@ -27,12 +27,15 @@ from contrastext.training.config import TrainConfig
 def eval_sets(specs: Sequence[str], data_root: Path | None, limit: int | None = None) -> list[EvalSet]:
     """Each spec read now (missing data fails before training starts), first ``limit`` rows.
 
-    ``limit`` is a smoke-test aid: numbers on a slice are not comparable with the literature.
+    ``limit`` is a smoke-test aid: numbers on a slice are not comparable with the literature (an ir set: its
+    first ``limit`` judged queries, the whole corpus searched).
     """
     sets = []
     for spec in _checked(specs):
-        examples = load_eval_data(spec, data_root).examples
-        sets.append(EvalSet(spec.task, spec.split, examples[:limit] if limit is not None else examples))
+        data = load_eval_data(spec, data_root)
+        examples = data.examples[:limit] if limit is not None else data.examples
+        retrieval = data.retrieval.first_queries(limit) if data.retrieval is not None else None
+        sets.append(EvalSet(spec.task, spec.split, examples, retrieval=retrieval))
     return sets
 
 

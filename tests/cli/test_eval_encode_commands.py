@@ -236,3 +236,122 @@ def test_encode_and_eval_on_cuda_give_the_cpu_numbers(tiny_bert_path, data_root,
         assert code == 0, stderr
         scores[device] = json.loads(out.read_text())["tasks"]["stsb"]["spearman"]
     assert scores["cuda"] == pytest.approx(scores["cpu"], abs=0.5)
+
+
+# ------------------------------------------------------------- ir: specs and column roles (issue 23, items 1, 3)
+
+
+def quora_beir_folder(data_root, folder, n_queries: int = 40, n_distractors: int = 160):
+    """A BEIR folder from Quora duplicates: each duplicate pair's first question is a query, its second the relevant
+    document (grade 1); the second questions of non-duplicate rows are distractors, some judged 0, and every fourth
+    query also gets a grade-2 document; one query is unjudged. Returns ST's inputs (queries, corpus, relevant)."""
+    from contrastext.data.tasks import load_task
+
+    examples = load_task("minbert-quora:dev", data_root).examples
+    seen: set[str] = set()
+
+    def fresh(*texts: str) -> bool:
+        if any(text in seen for text in texts) or len(set(texts)) < len(texts):
+            return False
+        seen.update(texts)
+        return True
+
+    duplicates = [e.texts for e in examples if e.label == 1 and fresh(*e.texts)][: n_queries + 1]
+    distractors = [e.texts[1] for e in examples if e.label == 0 and fresh(e.texts[1])][:n_distractors]
+    queries = {f"q{i}": first for i, (first, _) in enumerate(duplicates)}
+    corpus_rows = [{"_id": f"d{i}", "title": "", "text": second} for i, (_, second) in enumerate(duplicates)]
+    corpus_rows += [{"_id": f"x{i}", "text": text} for i, text in enumerate(distractors)]
+    corpus_rows[3]["title"] = "Quora"  # a title: the document's text is "title text", for ST and for us
+    judgements = [(f"q{i}", f"d{i}", 1) for i in range(n_queries)]
+    judgements += [(f"q{i}", f"x{i}", 2) for i in range(0, n_queries, 4)] + [(f"q{i}", f"x{i}", 0) for i in (1, 2)]
+    folder.mkdir()
+    (folder / "qrels").mkdir()
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(row) + "\n" for row in corpus_rows), encoding="utf-8")
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": qid, "text": text}) + "\n" for qid, text in queries.items()), encoding="utf-8"
+    )  # q{n_queries} has no judgement: left out, as ST leaves it out
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in judgements), encoding="utf-8"
+    )
+    corpus = {row["_id"]: f"{row['title']} {row['text']}".strip() if row.get("title") else row["text"]
+              for row in corpus_rows}  # fmt: skip
+    relevant: dict[str, set[str]] = {}
+    for query, document, score in judgements:
+        if score > 0:
+            relevant.setdefault(query, set()).add(document)
+    return queries, corpus, relevant
+
+
+def test_eval_ir_gives_st_information_retrieval_numbers(minilm_path, data_root, tmp_path, capsys):
+    """``eval --tasks ir:FOLDER --json`` on a BEIR folder built from Quora: every key within 1e-6 of ST's
+    InformationRetrievalEvaluator (graded qrels, a titled document, an unjudged query)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+    from sentence_transformers.util import cos_sim, dot_score
+
+    from contrastext.evaluation.ir_keys import IR_METRIC_NAMES, KS
+
+    folder = tmp_path / "quora_ir"
+    queries, corpus, relevant = quora_beir_folder(data_root, folder)
+    out = tmp_path / "ir.json"
+    argv = ["eval", "-m", minilm_path, "--tasks", f"ir:{folder}", "--no-progress", "--json", str(out)]
+    code, stdout, stderr = run(argv, capsys)
+    assert code == 0, stderr
+    results = json.loads(out.read_text())
+    task = results["tasks"]["quora_ir"]
+    assert (task["split"], task["kind"], task["n"], task["corpus"]) == ("test", "ir", 40, len(corpus))
+    assert "ndcg@10" in stdout and "quora_ir" in stdout  # the table shows the headline
+
+    model = SentenceTransformer(minilm_path, device="cpu")
+    evaluator = InformationRetrievalEvaluator(
+        queries, corpus, relevant, mrr_at_k=list(KS), ndcg_at_k=list(KS), accuracy_at_k=list(KS),
+        precision_recall_at_k=list(KS), map_at_k=list(KS), score_functions={"cosine": cos_sim, "dot": dot_score},
+        write_csv=False, name="quora_ir",
+    )  # fmt: skip
+    theirs = evaluator(model)
+    assert {key.removeprefix("quora_ir_") for key in theirs} == set(IR_METRIC_NAMES)
+    for key, value in theirs.items():
+        name = key.removeprefix("quora_ir_")
+        assert task[name] / 100 == pytest.approx(value, abs=1e-6), name
+        assert results["metrics"][f"quora_ir_test_{name}"] == task[name]
+    assert results["metrics"]["score"] == results["metrics"]["quora_ir_test_score"] == task["cosine_ndcg@10"]
+    assert 0 < task["cosine_ndcg@10"] < 100 and task["cosine_accuracy@1"] < 100
+
+
+def test_eval_reads_an_sts_file_through_its_column_roles(tiny_bert_path, tmp_path, capsys):
+    rows = [("A man plays a guitar.", "A man plays music.", 4.2), ("A cat sleeps.", "A dog runs.", 0.6),
+            ("The sky is blue.", "The sky is clear.", 4.6), ("Kids play.", "Stocks fell.", 0.0)]  # fmt: skip
+    plain, renamed = tmp_path / "plain" / "my.csv", tmp_path / "renamed" / "my.csv"
+    for path, header in ((plain, "sentence1,sentence2,score"), (renamed, "text_a,text_b,similarity")):
+        path.parent.mkdir()
+        path.write_text(header + "\n" + "".join(f'"{a}","{b}",{score}\n' for a, b, score in rows))
+    results = {}
+    for name, spec in (("plain", f"sts:{plain}"), ("roles", f"sts[text=text_a,pair=text_b,score=similarity]:{renamed}")):
+        out = tmp_path / f"{name}.json"
+        code, _, stderr = run(["eval", "-m", tiny_bert_path, "--tasks", spec, "--no-progress", "--json", str(out)],
+                              capsys)  # fmt: skip
+        assert code == 0, stderr
+        results[name] = json.loads(out.read_text())
+    assert results["roles"]["tasks"]["my"]["spearman"] == results["plain"]["tasks"]["my"]["spearman"]
+    assert results["roles"]["metrics"] == results["plain"]["metrics"]
+
+
+def test_commas_inside_a_specs_roles_do_not_split_the_task_list():
+    from contrastext.cli.eval_command import parse_task_list
+    from contrastext.errors import ContrastextError
+
+    assert parse_task_list("stsb:dev, sts[text=a,pair=b,score=s]:my.csv@dev ,ir:beir") == [
+        "stsb:dev", "sts[text=a,pair=b,score=s]:my.csv@dev", "ir:beir"]  # fmt: skip
+    for bad in ("stsb:dev,,sts12", "sts[text=a,pair=b:my.csv"):
+        with pytest.raises(ContrastextError):
+            parse_task_list(bad)
+
+
+def test_a_qrels_file_given_as_sts_is_one_error_line_naming_it(tiny_bert_path, tmp_path, capsys):
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    qrels = folder / "qrels" / "test.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    code, _, stderr = run(["eval", "-m", tiny_bert_path, "--tasks", f"sts:{qrels}", "--no-progress"], capsys)
+    message = one_line_error(code, stderr)
+    assert f"{qrels}:1: looks like BEIR qrels" in message and f"ir:{folder}@test" in message

@@ -17,7 +17,7 @@ def test_the_groups_are_disjoint_parts_of_the_task_kinds():
     assert get_args(TaskKind) == TASK_KINDS
     assert set(SCORED_PAIR_KINDS) | set(CLASSIFICATION_KINDS) == set(LABELLED_KINDS) <= set(TASK_KINDS)
     assert not set(SCORED_PAIR_KINDS) & set(CLASSIFICATION_KINDS)
-    assert EVAL_FILE_KINDS == ("sts", "classification", "pairs")
+    assert EVAL_FILE_KINDS == ("sts", "classification", "pairs", "ir")
 
 
 def test_the_registry_uses_these_kinds():
