@@ -355,8 +355,9 @@ class EvalSection(Section):
 
     tasks: list[str] = Field(
         default_factory=list,
-        description="evaluation specs: registry tasks ('stsb:dev') or files with a kind ('sts:my.csv', "
-        "'classification:reviews.tsv', 'pairs:qa.jsonl@dev'); see docs/DATA.md",
+        description="evaluation specs: registry tasks ('stsb:dev'), files with a kind ('sts:my.csv', "
+        "'classification:reviews.tsv', 'pairs:qa.jsonl@dev'), retrieval folders ('ir:my_beir_folder@dev'), columns "
+        "named by role ('sts[text=a,pair=b,score=sim]:my.csv'); see docs/DATA.md and docs/RETRIEVAL.md",
     )
     batch_size: int = Field(default=64, gt=0, description="batch size of encoding during evaluation")
     limit: int | None = Field(default=None, gt=0, description="first N examples of each evaluation set only")

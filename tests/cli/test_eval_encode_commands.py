@@ -355,3 +355,12 @@ def test_a_qrels_file_given_as_sts_is_one_error_line_naming_it(tiny_bert_path, t
     code, _, stderr = run(["eval", "-m", tiny_bert_path, "--tasks", f"sts:{qrels}", "--no-progress"], capsys)
     message = one_line_error(code, stderr)
     assert f"{qrels}:1: looks like BEIR qrels" in message and f"ir:{folder}@test" in message
+
+
+def test_eval_help_shows_the_ir_and_column_role_specs(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, stdout, _ = run(["eval", "--help"], capsys)
+    assert code == 0
+    for spec in ("ir:FOLDER[@SPLIT]", "KIND:PATH[@SPLIT]", "'sts[text=text_a,pair=text_b,score=similarity]:my.csv'",
+                 "'ir[id=doc_id,text=body]:my_folder'"):  # fmt: skip
+        assert spec in stdout, spec  # a "[" rich would take for a style tag is escaped
