@@ -364,3 +364,28 @@ def test_eval_help_shows_the_ir_and_column_role_specs(capsys, monkeypatch):
     for spec in ("ir:FOLDER[@SPLIT]", "KIND:PATH[@SPLIT]", "'sts[text=text_a,pair=text_b,score=similarity]:my.csv'",
                  "'ir[id=doc_id,text=body]:my_folder'"):  # fmt: skip
         assert spec in stdout, spec  # a "[" rich would take for a style tag is escaped
+
+
+@pytest.mark.parametrize(
+    ("part", "rows", "expected"),
+    [
+        ("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n", "test.tsv:3: unknown corpus-id 'd9'"),
+        ("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq7\td1\t1\n", "test.tsv:2: unknown query-id 'q7'"),
+        ("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"text": "no id"}\n', "corpus.jsonl:2: no '_id'"),
+        ("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n', "corpus.jsonl:2: duplicate _id 'd1'"),
+        ("queries.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q1", "text": "b"}\n', "queries.jsonl:2: duplicate _id"),
+    ],
+)  # fmt: skip
+def test_bad_rows_of_an_ir_folder_are_one_error_line_naming_file_and_line(tiny_bert_path, tmp_path, capsys, part,
+                                                                          rows, expected):  # fmt: skip
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "a guitar"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "music"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (folder / part).write_text(rows)
+    out = tmp_path / "ir.json"
+    argv = ["eval", "-m", tiny_bert_path, "--tasks", f"ir:{folder}", "--no-progress", "--json", str(out)]
+    message = one_line_error(*run(argv, capsys)[::2])
+    assert f"{folder / part.split('/')[0]}" in message and expected in message
+    assert not out.exists()  # nothing written
