@@ -56,6 +56,7 @@ from contrastext.data.collate import encoder_inputs, tokenize
 from contrastext.data.examples import Example
 from contrastext.errors import DataFormatError
 from contrastext.negatives.distributed import all_gather_with_grad
+from contrastext.objectives.matryoshka import Matryoshka
 from contrastext.runtime.processes import is_distributed
 from contrastext.training.grad_cache import split_view_major
 from contrastext.training.method import Method
@@ -85,6 +86,8 @@ class SimCSE(Method):
         self.gather = gather
         self.part_name = part_name
         self.loss_weights = {part_name: 1.0}
+        if isinstance(loss, Matryoshka):
+            self.loss_weights = {f"{part_name}_{dim}": weight for dim, weight in zip(loss.dims, loss.weights, strict=True)}
 
     def collate(self, examples: list[Example]) -> dict:
         if not examples:
@@ -135,8 +138,15 @@ class SimCSE(Method):
             views = [all_gather_with_grad(view) for view in views]
         anchors, positives, *negatives = views
         if negatives:
-            return {self.part_name: self.loss(anchors, positives, negatives[0])}
-        return {self.part_name: self.loss(anchors, positives)}
+            return self.loss_parts(anchors, positives, negatives[0])
+        return self.loss_parts(anchors, positives)
+
+    def loss_parts(self, *inputs: Tensor) -> dict[str, Tensor]:
+        """``{part_name: loss(*inputs)}``; a :class:`~contrastext.objectives.matryoshka.Matryoshka` objective gives
+        one part per dim, ``<part_name>_<dim>``, weighed by its weight (``loss_weights``), so the total is its loss."""
+        if isinstance(self.loss, Matryoshka):
+            return {f"{self.part_name}_{dim}": loss for dim, loss in self.loss.parts(*inputs).items()}
+        return {self.part_name: self.loss(*inputs)}
 
     def forward(self, batch: dict) -> dict[str, Tensor]:
         return self.loss_from_embeddings(self.embed(batch), batch)

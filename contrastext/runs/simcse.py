@@ -32,11 +32,12 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from torch import nn
 
 from contrastext.errors import ConfigError
 from contrastext.methods.simcse import SimCSE
+from contrastext.objectives.matryoshka import Matryoshka
 from contrastext.objectives.registry import (
     OBJECTIVES,
     BatchShape,
@@ -95,6 +96,49 @@ class SimCSEUnsupArgs(BaseModel):
         default=False, description="also the positives -> anchors direction (objectives that take symmetric: infonce)"
     )
     gather: bool = Field(default=True, description="gather candidates across processes (world size > 1)")
+    matryoshka_dims: list[int] | None = Field(
+        default=None,
+        description="Matryoshka (Kusupati et al. 2022; sentence-transformers' MatryoshkaLoss): the loss is also "
+        "computed on these leading dims of the embeddings, each prefix L2-normalised, and summed with "
+        "matryoshka_weights, e.g. [384, 256, 128, 64]; each at most the model's embedding width; None: off",
+    )
+    matryoshka_weights: list[float] | None = Field(
+        default=None, description="one weight per matryoshka_dims entry; None: 1 each (as sentence-transformers)"
+    )
+    matryoshka_n_dims_per_step: int = Field(
+        default=-1,
+        description="dims drawn at random per step out of matryoshka_dims (MatryoshkaLoss' n_dims_per_step); "
+        "-1: all of them",
+    )
+
+    @field_validator("matryoshka_dims")
+    @classmethod
+    def _dims_positive_and_distinct(cls, dims: list[int] | None) -> list[int] | None:
+        if dims is not None:
+            if not dims or any(dim <= 0 for dim in dims):
+                raise ValueError("give one or more positive dims, e.g. [384, 256, 128, 64]")
+            if len(set(dims)) != len(dims):
+                raise ValueError("a dim is repeated")
+        return dims
+
+    @field_validator("matryoshka_weights")
+    @classmethod
+    def _one_weight_per_dim(cls, weights: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        dims = info.data.get("matryoshka_dims")
+        if weights is not None and dims is None:
+            raise ValueError("weights of method_args.matryoshka_dims, which is not set")
+        if weights is not None and len(weights) != len(dims):
+            raise ValueError(f"{len(weights)} weights for the {len(dims)} matryoshka_dims {dims}: one weight per dim")
+        return weights
+
+    @field_validator("matryoshka_n_dims_per_step")
+    @classmethod
+    def _all_or_some_dims(cls, value: int, info: ValidationInfo) -> int:
+        if value == 0 or value < -1:
+            raise ValueError("-1 (all dims) or a positive number of dims")
+        if value != -1 and info.data.get("matryoshka_dims") is None:
+            raise ValueError("dims drawn out of method_args.matryoshka_dims, which is not set")
+        return value
 
     @field_validator("loss")
     @classmethod
@@ -139,8 +183,37 @@ def objective_options(args: SimCSEUnsupArgs) -> dict[str, Any]:
 
 
 def make_pair_objective(args: SimCSEUnsupArgs) -> nn.Module:
-    """``args.loss`` from the objectives registry with :func:`objective_options`."""
-    return make_objective(args.loss, **objective_options(args))
+    """``args.loss`` from the objectives registry with :func:`objective_options`, wrapped in
+    :class:`~contrastext.objectives.matryoshka.Matryoshka` when ``args.matryoshka_dims`` is set."""
+    objective = make_objective(args.loss, **objective_options(args))
+    if args.matryoshka_dims is None:
+        return objective
+    return Matryoshka(objective, args.matryoshka_dims, args.matryoshka_weights, args.matryoshka_n_dims_per_step)
+
+
+def check_matryoshka_dims(config: TrainConfig, objective: nn.Module, encoder) -> None:
+    """A ConfigError naming ``method_args.matryoshka_dims`` when a dim is wider than the embeddings the encoder
+    trains (sentence-transformers refuses it too); a line when the full width is not among the dims (its warning:
+    the untruncated embedding is then not trained)."""
+    if not isinstance(objective, Matryoshka):
+        return
+    width = training_width(encoder)
+    dims = list(objective.dims)
+    if dims[0] > width:
+        raise ConfigError(
+            f"{key_origin(config, 'method_args.matryoshka_dims')}: method_args.matryoshka_dims={dims}: {dims[0]} is "
+            f"wider than the model's embeddings ({width} dims); every dim must be at most {width}"
+        )
+    if width not in dims:
+        print(f"matryoshka: the model's full width {width} is not among method_args.matryoshka_dims {dims}: "
+              f"the untruncated embedding is not trained as such", flush=True)
+
+
+def training_width(encoder) -> int:
+    """The width of the embeddings a method trains: the projection's output when there is one (it is used in
+    training), else the encoder's embedding width."""
+    projection = getattr(encoder, "projection", None)
+    return int(projection.output_dim) if projection is not None else int(encoder.embedding_dim)
 
 
 def batch_shape(data: TrainingData, supervised: bool) -> BatchShape:
@@ -274,8 +347,9 @@ def build_simcse(
     check_objective_fits(config, args.loss, objective, data, supervised)  # before the model loads
     check_batch_has_negatives(config, args.loss, objective, batch_shape(data, supervised), args.gather, supervised)
     evaluator = sentence_evaluator(config, data_root, extras=extras(examples) if callable(extras) else extras)
-    method = SimCSE(sentence_encoder(config, args), objective, supervised=supervised, gather=args.gather,
-                    part_name=args.loss)
+    encoder = sentence_encoder(config, args)
+    check_matryoshka_dims(config, objective, encoder)
+    method = SimCSE(encoder, objective, supervised=supervised, gather=args.gather, part_name=args.loss)
     return MethodBundle(method, examples, evaluator, final_report=lambda _m: {"data": data.description})
 
 
