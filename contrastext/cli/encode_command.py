@@ -4,6 +4,7 @@ Example::
 
     contrastext encode --model runs/simcse/best --input texts.txt --output emb.npy --batch-size 128
     contrastext encode --model runs/simcse/best --input texts.txt --output emb.npy --precision ubinary
+    contrastext encode --model runs/mnrl/best/encoder --input texts.txt --output emb.npy --dim 128
 
 ``--precision float32|int8|uint8|binary|ubinary`` stores the embeddings as sentence-transformers'
 ``quantize_embeddings`` does (``contrastext/models/embedding_precision.py``; int8 / uint8 ranges from the
@@ -265,6 +266,17 @@ PRECISION_HELP = (
     "per dimension between its min and max), binary / ubinary (one bit per dimension, x > 0, 8 to a byte)."
 )
 RANGES_HELP = "int8 / uint8: a (2, dim) .npy of each dimension's min and max (default: those of the encoded texts)."
+DIM_HELP = (
+    "Keep the first N dimensions of every embedding (sentence-transformers' truncate_dim; for a model trained with "
+    "method_args.matryoshka_dims), cut before --normalize. Default: all; more than the model has is an error."
+)
+
+
+def truncated_encoder(encoder, dim: int | None):
+    """``encoder`` with ``truncate_dim`` set to ``--dim`` (checked against its width: one error line)."""
+    if dim is not None:
+        encoder.truncate_dim = encoder.check_truncate_dim(dim, "--dim")
+    return encoder
 
 
 def with_precision(embeddings: np.ndarray, precision: str, ranges: Path | None) -> np.ndarray:
@@ -333,6 +345,7 @@ def encode_command(
     device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
     precision: Annotated[str, typer.Option("--precision", help=PRECISION_HELP)] = "float32",
     ranges: Annotated[Path | None, typer.Option("--ranges", help=RANGES_HELP)] = None,
+    dim: Annotated[int | None, typer.Option("--dim", min=1, help=DIM_HELP)] = None,
     old_quantize: Annotated[str | None, typer.Option("--quantize", hidden=True)] = None,
 ) -> None:
     """Embed every line of --input with --model and save the matrix to --output (.npy, row i = line i)."""
@@ -354,7 +367,7 @@ def encode_command(
         raise ContrastextError(f"--quantize-weights {quantize.value} runs on the CPU only; drop --device {device}")
     texts = read_texts(input)
     encoder = load_model(model, trust_remote_code=trust_remote_code, device=chosen)
-    encoder = quantize_encoder(encoder, quantize)
+    encoder = truncated_encoder(quantize_encoder(encoder, quantize), dim)
     embeddings = encoder.encode(
         texts, batch_size=batch_size, normalize=normalize, convert_to="numpy", show_progress=progress
     )

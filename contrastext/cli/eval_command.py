@@ -6,6 +6,7 @@ Example::
         --data-root ../shared/data --json results.json
     contrastext eval --model bundled:all-MiniLM-L6-v2 --tasks sts:my_sts.csv,pairs:held_out.jsonl
     contrastext eval --model runs/mnrl/best/encoder --tasks ir:my_beir_folder@dev --json ir.json
+    contrastext eval --model runs/mnrl/best/encoder --tasks stsb:dev --dim 128      # a Matryoshka model's prefix
     contrastext eval --model bundled:all-MiniLM-L6-v2 --tasks 'sts[text=text_a,pair=text_b,score=similarity]:my.csv'
 
 Task specs (registry names and the user's files) are parsed by :mod:`contrastext.evaluation.task_specs`.
@@ -26,11 +27,13 @@ from rich.table import Table
 from contrastext.cli import app
 from contrastext.cli.encode_command import (
     DEVICE_HELP,
+    DIM_HELP,
     MODEL_HELP,
     TRUST_REMOTE_CODE_HELP,
     check_output_file,
     load_model,
     resolve_device,
+    truncated_encoder,
     write_file_atomically,
 )
 from contrastext.cli.predict_command import evaluate_with_head, load_classifier_folder
@@ -177,6 +180,7 @@ def eval_command(
     ] = True,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help=TRUST_REMOTE_CODE_HELP)] = False,
     device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
+    dim: Annotated[int | None, typer.Option("--dim", min=1, help=DIM_HELP)] = None,
 ) -> None:
     """Evaluate --model on --tasks; print a table and optionally write JSON. Scores are x100.
 
@@ -209,7 +213,7 @@ def eval_command(
 
     def evaluate_encoder(task_specs: list[str]) -> dict:
         return evaluate_tasks(
-            load_model(model, trust_remote_code=trust_remote_code, device=chosen_device),
+            truncated_encoder(load_model(model, trust_remote_code=trust_remote_code, device=chosen_device), dim),
             task_specs,
             data_root,
             batch_size=batch_size,

@@ -409,6 +409,9 @@ class TextEncoder(nn.Module):
             else _default_max_length(backbone, tokenizer)
         )
         self._train_max_length: int | None = None
+        self.truncate_dim: int | None = None
+        """``encode``'s default width: the first ``truncate_dim`` values of every embedding, taken before
+        normalisation (sentence-transformers' ``truncate_dim``); None: all. Not saved."""
         parameters = inspect.signature(backbone.forward).parameters
         self._accepts_token_type_ids = "token_type_ids" in parameters
         self.unpad = True
@@ -641,12 +644,16 @@ class TextEncoder(nn.Module):
         normalize: bool | None = None,
         convert_to: str = "numpy",
         show_progress: bool = False,
+        truncate_dim: int | None = None,
     ) -> np.ndarray | Tensor:
         """Embed ``texts`` in eval mode without gradients; rows follow the input order.
 
         Texts are batched by token length (longest first) to minimise padding. ``normalize``
         defaults to the encoder's ``normalize``. Returns float32 numpy (or a CPU torch tensor with
         ``convert_to="torch"``) of shape (len(texts), embedding_dim); an empty list gives (0, dim).
+        ``truncate_dim`` (default the encoder's ``truncate_dim``) keeps the first values of every embedding,
+        cut before the normalisation as sentence-transformers' ``encode(truncate_dim=...)`` does (a Matryoshka
+        model's prefixes); wider than ``embedding_dim`` is a ConfigError.
         """
         if convert_to not in OUTPUT_KINDS:
             raise UnknownNameError(f"unknown convert_to {convert_to!r}; expected one of: {', '.join(OUTPUT_KINDS)}")
@@ -654,12 +661,28 @@ class TextEncoder(nn.Module):
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         texts = _check_texts(texts)
         normalize = self.normalize if normalize is None else normalize
-        embeddings = self._encode_sorted(texts, batch_size, normalize, show_progress)
+        width = self.check_truncate_dim(self.truncate_dim if truncate_dim is None else truncate_dim)
+        embeddings = self._encode_sorted(texts, batch_size, normalize, show_progress, width)
         return embeddings.numpy() if convert_to == "numpy" else embeddings
 
-    def _encode_sorted(self, texts: list[str], batch_size: int, normalize: bool, show_progress: bool) -> Tensor:
+    def check_truncate_dim(self, dim: int | None, name: str = "truncate_dim") -> int:
+        """The width ``encode`` returns for ``dim`` (None: ``embedding_dim``); a ConfigError naming ``name`` when
+        it is not a positive integer at most ``embedding_dim``."""
+        if dim is None:
+            return self.embedding_dim
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ConfigError(f"{name} {dim!r}: give a positive number of dimensions")
+        if dim > self.embedding_dim:
+            raise ConfigError(
+                f"{name} {dim}: the model's embeddings have {self.embedding_dim} dimensions; give at most "
+                f"{self.embedding_dim}"
+            )
+        return dim
+
+    def _encode_sorted(self, texts: list[str], batch_size: int, normalize: bool, show_progress: bool,
+                       width: int) -> Tensor:  # fmt: skip
         if not texts:
-            return torch.zeros((0, self.embedding_dim), dtype=torch.float32)
+            return torch.zeros((0, width), dtype=torch.float32)
         # Tokenised once, unpadded: the lengths order the batches, each batch is padded from these lists.
         encoded = self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)
         pad_values = {"input_ids": self.tokenizer.pad_token_id, "attention_mask": 0}
@@ -678,6 +701,7 @@ class TextEncoder(nn.Module):
                 for start in tqdm(starts, desc="encode", disable=not show_progress):
                     batch = pad_rows(encoded, order[start : start + batch_size], pad_values, left)
                     embedding = self(**{name: tensor.to(device) for name, tensor in batch.items()}).embedding.float()
+                    embedding = embedding[:, :width]  # truncate_dim: cut before normalising, as sentence-transformers
                     if normalize:
                         embedding = F.normalize(embedding, p=2, dim=-1)
                     chunks.append(embedding.cpu())

@@ -53,6 +53,25 @@ def test_empty_input_gives_zero_rows(minilm, variant):
     assert isinstance(empty, torch.Tensor) and empty.shape == (0, 16)
 
 
+def test_truncate_dim_cuts_before_normalising(minilm, texts):
+    raw = minilm.encode(texts[:3], normalize=False)
+    cut = minilm.encode(texts[:3], truncate_dim=64)
+    np.testing.assert_allclose(cut, raw[:, :64] / np.linalg.norm(raw[:, :64], axis=1, keepdims=True), atol=1e-6)
+    np.testing.assert_allclose(minilm.encode(texts[:3], normalize=False, truncate_dim=8), raw[:, :8], atol=1e-6)
+    assert minilm.encode([], truncate_dim=8).shape == (0, 8)
+
+
+def test_truncate_dim_attribute_is_the_default_and_is_checked(minilm_path, texts):
+    encoder = TextEncoder.from_pretrained(minilm_path)
+    full = encoder.encode(texts[:2])
+    encoder.truncate_dim = 32
+    np.testing.assert_allclose(encoder.encode(texts[:2]), encoder.encode(texts[:2], truncate_dim=32))
+    assert encoder.encode(texts[:2], truncate_dim=384).shape == full.shape
+    for bad in (0, 385, 2.5):
+        with pytest.raises(ConfigError, match="truncate_dim"):
+            encoder.encode(texts[:2], truncate_dim=bad)
+
+
 def test_forward_fields_and_projection_only_in_training(minilm, texts, variant):
     torch.manual_seed(0)
     encoder = variant(pooling="cls_before_pooler", projection="mlp")
