@@ -5,6 +5,7 @@ Example::
     contrastext encode --model runs/simcse/best --input texts.txt --output emb.npy --batch-size 128
     contrastext encode --model runs/simcse/best --input texts.txt --output emb.npy --precision ubinary
     contrastext encode --model runs/mnrl/best/encoder --input texts.txt --output emb.npy --dim 128
+    contrastext encode --model runs/e5/best/encoder --input queries.txt --output q.npy --prompt-name query
 
 ``--precision float32|int8|uint8|binary|ubinary`` stores the embeddings as sentence-transformers'
 ``quantize_embeddings`` does (``contrastext/models/embedding_precision.py``; int8 / uint8 ranges from the
@@ -272,6 +273,41 @@ DIM_HELP = (
 )
 
 
+PROMPT_HELP = (
+    "Text put before every input text (sentence-transformers' encode(prompt=...)), e.g. 'query: '. Default: the "
+    "model's default prompt when it has one (its default_prompt_name), else none."
+)
+PROMPT_NAME_HELP = (
+    "One of the model's saved prompts, by name (sentence-transformers' prompt_name; a model trained with "
+    "data.prompts {query: ..., passage: ...} has 'query' and 'passage')."
+)
+
+
+class PromptedEncoder:
+    """An encoder whose ``encode`` puts one prompt before every text (what ``eval --prompt`` evaluates)."""
+
+    def __init__(self, encoder, prompt: str):
+        self.encoder, self.prompt = encoder, prompt
+
+    def encode(self, texts, **kwargs):
+        return self.encoder.encode(texts, prompt=self.prompt, **kwargs)
+
+
+def chosen_prompt(encoder, prompt: str | None, prompt_name: str | None) -> str:
+    """The prompt of ``--prompt`` / ``--prompt-name`` (else the model's default prompt, else ``""``), checked
+    against the model: both options, an unknown name, a pooling without prompts are one error line."""
+    return encoder.resolve_prompt(prompt, prompt_name, ("--prompt", "--prompt-name")) or ""
+
+
+def prompted_encoder(encoder, prompt: str | None, prompt_name: str | None):
+    """``encoder`` as it is without ``--prompt`` / ``--prompt-name`` (its default prompt applies), else one whose
+    ``encode`` puts that prompt before every text."""
+    if prompt is None and prompt_name is None:
+        chosen_prompt(encoder, None, None)  # a default prompt the pooling cannot take: one line, now
+        return encoder
+    return PromptedEncoder(encoder, chosen_prompt(encoder, prompt, prompt_name))
+
+
 def truncated_encoder(encoder, dim: int | None):
     """``encoder`` with ``truncate_dim`` set to ``--dim`` (checked against its width: one error line)."""
     if dim is not None:
@@ -346,6 +382,8 @@ def encode_command(
     precision: Annotated[str, typer.Option("--precision", help=PRECISION_HELP)] = "float32",
     ranges: Annotated[Path | None, typer.Option("--ranges", help=RANGES_HELP)] = None,
     dim: Annotated[int | None, typer.Option("--dim", min=1, help=DIM_HELP)] = None,
+    prompt: Annotated[str | None, typer.Option("--prompt", help=PROMPT_HELP)] = None,
+    prompt_name: Annotated[str | None, typer.Option("--prompt-name", help=PROMPT_NAME_HELP)] = None,
     old_quantize: Annotated[str | None, typer.Option("--quantize", hidden=True)] = None,
 ) -> None:
     """Embed every line of --input with --model and save the matrix to --output (.npy, row i = line i)."""
@@ -367,7 +405,7 @@ def encode_command(
         raise ContrastextError(f"--quantize-weights {quantize.value} runs on the CPU only; drop --device {device}")
     texts = read_texts(input)
     encoder = load_model(model, trust_remote_code=trust_remote_code, device=chosen)
-    encoder = truncated_encoder(quantize_encoder(encoder, quantize), dim)
+    encoder = prompted_encoder(truncated_encoder(quantize_encoder(encoder, quantize), dim), prompt, prompt_name)
     embeddings = encoder.encode(
         texts, batch_size=batch_size, normalize=normalize, convert_to="numpy", show_progress=progress
     )

@@ -29,9 +29,12 @@ from contrastext.cli.encode_command import (
     DEVICE_HELP,
     DIM_HELP,
     MODEL_HELP,
+    PROMPT_HELP,
+    PROMPT_NAME_HELP,
     TRUST_REMOTE_CODE_HELP,
     check_output_file,
     load_model,
+    prompted_encoder,
     resolve_device,
     truncated_encoder,
     write_file_atomically,
@@ -181,6 +184,8 @@ def eval_command(
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help=TRUST_REMOTE_CODE_HELP)] = False,
     device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
     dim: Annotated[int | None, typer.Option("--dim", min=1, help=DIM_HELP)] = None,
+    prompt: Annotated[str | None, typer.Option("--prompt", help=PROMPT_HELP)] = None,
+    prompt_name: Annotated[str | None, typer.Option("--prompt-name", help=PROMPT_NAME_HELP)] = None,
 ) -> None:
     """Evaluate --model on --tasks; print a table and optionally write JSON. Scores are x100.
 
@@ -213,7 +218,10 @@ def eval_command(
 
     def evaluate_encoder(task_specs: list[str]) -> dict:
         return evaluate_tasks(
-            truncated_encoder(load_model(model, trust_remote_code=trust_remote_code, device=chosen_device), dim),
+            prompted_encoder(
+                truncated_encoder(load_model(model, trust_remote_code=trust_remote_code, device=chosen_device), dim),
+                prompt, prompt_name,
+            ),
             task_specs,
             data_root,
             batch_size=batch_size,

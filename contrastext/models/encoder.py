@@ -412,6 +412,14 @@ class TextEncoder(nn.Module):
         self.truncate_dim: int | None = None
         """``encode``'s default width: the first ``truncate_dim`` values of every embedding, taken before
         normalisation (sentence-transformers' ``truncate_dim``); None: all. Not saved."""
+        self.prompts: dict[str, str] = {}
+        """Named prompts, put before a text by ``encode(prompt_name=...)``; saved in config_sentence_transformers.json
+        as sentence-transformers' ``prompts`` (a run's ``data.prompts`` adds its own)."""
+        self.default_prompt_name: str | None = None
+        """The prompt ``encode`` applies when none is given (sentence-transformers' ``default_prompt_name``); saved."""
+        self.include_prompt = True
+        """The pooling reads the prompt's tokens too (sentence-transformers' Pooling ``include_prompt``, its
+        default); a folder saying False (INSTRUCTOR) is loaded, but encoding it with a prompt is refused."""
         parameters = inspect.signature(backbone.forward).parameters
         self._accepts_token_type_ids = "token_type_ids" in parameters
         self.unpad = True
@@ -481,11 +489,16 @@ class TextEncoder(nn.Module):
         settings = {"pooling": pooling, "max_seq_length": max_seq_length, "projection": projection,
                     "projection_at_inference": bool(projection_at_inference), "normalize": bool(normalize)}
         try:
-            return cls(backbone, tokenizer, **settings)
+            encoder = cls(backbone, tokenizer, **settings)
         except ConfigError as error:  # a projection of another width, a length past the limit: name the folder
             if str(name_or_path) in str(error):
                 raise
             raise type(error)(f"{name_or_path}: {error}") from None
+        if folder is not None:
+            encoder.prompts = dict(folder.prompts)
+            encoder.default_prompt_name = folder.default_prompt_name
+            encoder.include_prompt = folder.include_prompt
+        return encoder
 
     @classmethod
     def from_config(
@@ -645,6 +658,8 @@ class TextEncoder(nn.Module):
         convert_to: str = "numpy",
         show_progress: bool = False,
         truncate_dim: int | None = None,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
     ) -> np.ndarray | Tensor:
         """Embed ``texts`` in eval mode without gradients; rows follow the input order.
 
@@ -653,17 +668,47 @@ class TextEncoder(nn.Module):
         ``convert_to="torch"``) of shape (len(texts), embedding_dim); an empty list gives (0, dim).
         ``truncate_dim`` (default the encoder's ``truncate_dim``) keeps the first values of every embedding,
         cut before the normalisation as sentence-transformers' ``encode(truncate_dim=...)`` does (a Matryoshka
-        model's prefixes); wider than ``embedding_dim`` is a ConfigError.
+        model's prefixes); wider than ``embedding_dim`` is a ConfigError. ``prompt`` (a text) or ``prompt_name`` (one
+        of ``prompts``) is put before every text, and without either the ``default_prompt_name``'s prompt, as
+        sentence-transformers' ``encode(prompt=, prompt_name=)``; its tokens are pooled with the text's (ST's
+        ``include_prompt=True``).
         """
         if convert_to not in OUTPUT_KINDS:
             raise UnknownNameError(f"unknown convert_to {convert_to!r}; expected one of: {', '.join(OUTPUT_KINDS)}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         texts = _check_texts(texts)
+        chosen = self.resolve_prompt(prompt, prompt_name)
+        if chosen:
+            texts = [chosen + text for text in texts]
         normalize = self.normalize if normalize is None else normalize
         width = self.check_truncate_dim(self.truncate_dim if truncate_dim is None else truncate_dim)
         embeddings = self._encode_sorted(texts, batch_size, normalize, show_progress, width)
         return embeddings.numpy() if convert_to == "numpy" else embeddings
+
+    def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None,
+                       names: tuple[str, str] = ("prompt", "prompt_name")) -> str | None:
+        """The text ``encode`` puts before every text: ``prompt``, else ``prompts[prompt_name]``, else the default
+        prompt's (sentence-transformers' ``_resolve_prompt``). Both given, an unknown name, or a prompt for a
+        pooling that leaves prompts out (``include_prompt`` False) is a ConfigError naming ``names``."""
+        if prompt is not None and prompt_name is not None:
+            raise ConfigError(f"{names[0]} and {names[1]} together: give one of them")
+        if prompt is None and prompt_name is not None:
+            if prompt_name not in self.prompts:
+                raise ConfigError(
+                    f"{names[1]} {prompt_name!r}: the model has no such prompt; its prompts: "
+                    f"{', '.join(repr(name) for name in self.prompts) or 'none'}"
+                )
+            prompt = self.prompts[prompt_name]
+        elif prompt is None and self.default_prompt_name is not None:
+            prompt = self.prompts.get(self.default_prompt_name)
+        if prompt and not self.include_prompt:
+            raise ConfigError(
+                f"{names[0]}: the model's pooling leaves prompt tokens out (include_prompt: false, as INSTRUCTOR "
+                "models), which contrastext's pooling does not do: its embeddings would differ from "
+                "sentence-transformers'"
+            )
+        return prompt
 
     def check_truncate_dim(self, dim: int | None, name: str = "truncate_dim") -> int:
         """The width ``encode`` returns for ``dim`` (None: ``embedding_dim``); a ConfigError naming ``name`` when

@@ -3,7 +3,7 @@
 Layout written by ``write_st_folder`` (``SentenceTransformer(path)`` loads it)::
 
     modules.json                       Transformer (path ""), Pooling, [Dense ...], [Normalize]
-    config_sentence_transformers.json  versions, prompts, similarity function
+    config_sentence_transformers.json  versions, prompts + default_prompt_name (the encoder's), similarity function
     sentence_bert_config.json          max_seq_length, do_lower_case
     config.json, model.safetensors     the Hugging Face backbone (save_pretrained)
     tokenizer files                    (tokenizer.save_pretrained)
@@ -50,6 +50,7 @@ from contrastext.models.projection import DenseLayer, Projection, activation_cla
 from contrastext.models.weights import load_safetensors, load_torch_weights
 
 CONTRASTEXT_CONFIG = "contrastext_config.json"
+ST_CONFIG = "config_sentence_transformers.json"
 CONTRASTEXT_PROJECTION = "contrastext_projection.safetensors"
 FORMAT_VERSION = 1
 
@@ -94,6 +95,12 @@ class StFolder:
     dense_file: Path | None = None
     """The config.json of the first Dense module (its ``in_features`` must be the model's width)."""
     training_projection_file: Path | None = None
+    prompts: dict[str, str] = field(default_factory=dict)
+    """``prompts`` of config_sentence_transformers.json: name -> text put before a text (``encode(prompt_name=)``)."""
+    default_prompt_name: str | None = None
+    """The prompt ``encode`` applies when none is named (sentence-transformers' ``default_prompt_name``)."""
+    include_prompt: bool = True
+    """The Pooling module's ``include_prompt`` (False: prompt tokens left out of the pooling, INSTRUCTOR models)."""
 
     @property
     def projection(self) -> Projection | None:
@@ -284,6 +291,7 @@ def _read_modules(name_or_path: str | os.PathLike, modules_file: Path, folder: S
             folder.pooling = read_st_pooling(pooling_config, pooling_path)
             folder.pooling_dimension = read_st_pooling_dimension(pooling_config, pooling_path)
             folder.pooling_file = pooling_path
+            folder.include_prompt = pooling_config.get("include_prompt", True) is not False
         elif kind == "Dense":
             layers.append(_read_dense(name_or_path, path, modules_file))
             folder.dense_file = folder.dense_file or locate(name_or_path, _join(path, "config.json"))
@@ -314,7 +322,25 @@ def read_st_folder(name_or_path: str | os.PathLike) -> StFolder | None:
         folder.max_seq_length = _read_max_seq_length(sbert_file)
     if ours_file is not None:
         _read_contrastext_config(name_or_path, ours_file, folder)
+    st_config = locate(name_or_path, ST_CONFIG)
+    if st_config is not None:
+        folder.prompts, folder.default_prompt_name = read_prompts(_read_json_object(st_config), st_config)
     return folder
+
+
+def read_prompts(config: dict[str, Any], source: Path) -> tuple[dict[str, str], str | None]:
+    """``prompts`` (an object of strings) and ``default_prompt_name`` (null or one of them) of a
+    config_sentence_transformers.json; a ConfigError naming the file and the key otherwise."""
+    prompts = config.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+        raise ConfigError(f"{source}: key 'prompts' must be an object of strings (name -> prompt), found {prompts!r}")
+    default = config.get("default_prompt_name")
+    if default is not None and default not in prompts:
+        raise ConfigError(
+            f"{source}: key 'default_prompt_name' is {default!r}, which is not among its prompts "
+            f"({', '.join(prompts) or 'none'})"
+        )
+    return dict(prompts), default
 
 
 def _read_contrastext_config(name_or_path: str | os.PathLike, ours_file: Path, folder: StFolder) -> None:
@@ -414,12 +440,12 @@ def write_st_folder(encoder: SavableEncoder, path: str | os.PathLike) -> Path:
     encoder.tokenizer.save_pretrained(root)
     _write_json(root / "sentence_bert_config.json", {"max_seq_length": encoder.max_seq_length, "do_lower_case": False})
     _write_json(
-        root / "config_sentence_transformers.json",
+        root / ST_CONFIG,
         {
             "model_type": "SentenceTransformer",
             "__version__": _versions(),
-            "prompts": {},
-            "default_prompt_name": None,
+            "prompts": dict(getattr(encoder, "prompts", None) or {}),
+            "default_prompt_name": getattr(encoder, "default_prompt_name", None),
             "similarity_fn_name": "cosine",
         },
     )

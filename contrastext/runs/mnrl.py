@@ -82,4 +82,4 @@ PROTOCOL = Protocol(
     docs="docs/methods/mnrl.md",
 )
 
-SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan, protocol=PROTOCOL)
+SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan, protocol=PROTOCOL, takes_prompts=True)

@@ -61,6 +61,7 @@ class RunSpec:
     run: Callable[..., dict] | None = None
     plan: Callable[..., list[StagePlan]] | None = None  # (config, args) -> the stages; default: one stage
     protocol: Protocol | None = None  # the paper's settings shown on a user's data, and method_args.preset's presets
+    takes_prompts: bool = False  # reads data.prompts (runs/prompts.py); the other recipes refuse it (check_prompts_taken)
 
 
 RECIPES: Registry[RunSpec] = Registry(
@@ -93,6 +94,17 @@ def parse_method_args(spec: RunSpec, config: TrainConfig) -> BaseModel:
     """Validate the recipe's ``method_args`` with the method's own pydantic model (unknown keys are errors,
     named with the file or the ``--set`` override they came from)."""
     return config.method_args_as(spec.args_model)
+
+
+def check_prompts_taken(spec: RunSpec, config: TrainConfig) -> None:
+    """A ConfigError naming ``data.prompts`` when the recipe does not read it (nothing set is ignored)."""
+    if config.data.prompts is None or spec.takes_prompts:
+        return
+    takers = [name for name in recipe_names() if get_recipe(name).takes_prompts]
+    raise ConfigError(
+        f"{config.source or '<config>'}: data.prompts: {spec.name} does not read prompts; the recipes that do: "
+        f"{', '.join(takers)}"
+    )
 
 
 def resolve_preset(spec: RunSpec, config: TrainConfig) -> tuple[TrainConfig, dict]:
@@ -149,6 +161,7 @@ def run_recipe(
     spec = get_recipe(config.method)
     config, preset = resolve_preset(spec, config)
     args = parse_method_args(spec, config)
+    check_prompts_taken(spec, config)
     if resume and resume_from is not None:
         raise ConfigError(f"--resume and {RESUME_FROM} together: --resume continues the run in its own output "
                           f"folder, {RESUME_FROM} continues a checkpoint into a new one; give one of them")

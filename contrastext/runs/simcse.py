@@ -49,6 +49,7 @@ from contrastext.objectives.registry import (
 from contrastext.runs.data import TrainingData, load_training_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
+from contrastext.runs.prompts import apply_model_prompts, prompted_examples
 from contrastext.runs.protocol import PaperSetting, Protocol
 from contrastext.runs.registry import RunSpec
 from contrastext.runs.stages import MethodBundle
@@ -342,13 +343,14 @@ def build_simcse(
 ) -> MethodBundle:
     """A SimCSE bundle: ``data.task`` (default ``default_task``) or ``data.path``, the encoder, the objective."""
     data = load_training_data(config, data_root, default_task=default_task)
-    examples = data.examples
+    examples = prompted_examples(config, data.examples, data.description, key_origin(config, "data.prompts"))
     objective = objective if objective is not None else make_pair_objective(args)
     check_objective_fits(config, args.loss, objective, data, supervised)  # before the model loads
     check_batch_has_negatives(config, args.loss, objective, batch_shape(data, supervised), args.gather, supervised)
     evaluator = sentence_evaluator(config, data_root, extras=extras(examples) if callable(extras) else extras)
     encoder = sentence_encoder(config, args)
     check_matryoshka_dims(config, objective, encoder)
+    apply_model_prompts(config, encoder)  # saved with the model, as the training applied them
     method = SimCSE(encoder, objective, supervised=supervised, gather=args.gather, part_name=args.loss)
     return MethodBundle(method, examples, evaluator, final_report=lambda _m: {"data": data.description})
 
@@ -396,5 +398,7 @@ SUP_PROTOCOL = Protocol(
     docs="docs/methods/simcse-sup.md",
 )
 
-UNSUP_SPEC = RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup, protocol=UNSUP_PROTOCOL)
-SUP_SPEC = RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup, protocol=SUP_PROTOCOL)
+UNSUP_SPEC = RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup, protocol=UNSUP_PROTOCOL,
+                     takes_prompts=True)
+SUP_SPEC = RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup, protocol=SUP_PROTOCOL,
+                   takes_prompts=True)

@@ -330,6 +330,14 @@ class DataSection(Section):
         "per_class)",
     )
     label_noise: float = Field(default=0.0, ge=0, lt=1, description="share of labels flipped")
+    prompts: str | dict[str, str] | None = Field(
+        default=None,
+        description="mnrl, simcse-unsup, simcse-sup, gd: text put before every training text, as "
+        "sentence-transformers' training-args prompts: one string for every column, or {column: prompt} (the "
+        "data's column names, or text / pair / negative for data without named columns). Saved with the model "
+        "(config_sentence_transformers.json prompts; a string as prompt 'default', the default_prompt_name), so "
+        "encode --prompt-name and sentence-transformers apply them too. See docs/RETRIEVAL.md",
+    )
     # the multi-task schedule (one task per batch; method_args.pcgrad joins every task instead)
     task_sampling: Literal["sequential", "round_robin", "proportional"] = Field(
         default="proportional", description="multi-task batches: the order of the tasks' batches"

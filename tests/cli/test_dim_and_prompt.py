@@ -1,4 +1,4 @@
-"""``encode --dim`` / ``eval --dim`` (sentence-transformers' truncate_dim), against sentence-transformers itself."""
+"""``encode --dim`` / ``eval --dim`` (truncate_dim) and ``--prompt`` / ``--prompt-name``, against sentence-transformers."""
 
 from __future__ import annotations
 
@@ -94,3 +94,47 @@ def test_eval_dim_above_the_model_is_one_error_line(minilm_path, tmp_path, capsy
     message = one_line_error(*run(argv, capsys)[::2])
     assert "--dim 1000: the model's embeddings have 384 dimensions" in message
     assert not out.exists()
+
+
+def test_encode_prompt_equals_sentence_transformers_prompt(minilm_path, st_minilm, tmp_path, capsys):
+    output = tmp_path / "e.npy"
+    argv = ["encode", "-m", minilm_path, "-i", str(texts_file(tmp_path)), "-o", str(output), "--prompt", "query: ",
+            "--dim", "128", "--no-progress"]  # fmt: skip
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    theirs = st_minilm.encode(TEXTS, prompt="query: ", truncate_dim=128, normalize_embeddings=True)
+    np.testing.assert_allclose(np.load(output), theirs, atol=1e-5)
+    assert not np.allclose(np.load(output), st_minilm.encode(TEXTS, truncate_dim=128, normalize_embeddings=True))
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--prompt-name", "query"], "--prompt-name 'query': the model has no such prompt; its prompts: none"),
+        (["--prompt", "q: ", "--prompt-name", "query"], "--prompt and --prompt-name together"),
+    ],
+)
+@pytest.mark.parametrize("command", ["encode", "eval"])
+def test_bad_prompt_options_are_one_error_line(minilm_path, tmp_path, capsys, options, expected, command):
+    output = tmp_path / "out"
+    if command == "encode":
+        argv = ["encode", "-m", minilm_path, "-i", str(texts_file(tmp_path)), "-o", str(output)]
+    else:
+        argv = ["eval", "-m", minilm_path, "--tasks", f"sts:{sts_file(tmp_path)}", "--json", str(output)]
+    message = one_line_error(*run([*argv, *options], capsys)[::2])
+    assert expected in message
+    assert not output.exists()
+
+
+def test_eval_prompt_scores_the_prompted_texts(minilm_path, tmp_path, capsys):
+    prompted = tmp_path / "prompted" / "my_sts.csv"
+    prompted.parent.mkdir()
+    prompted.write_text("s1,s2,score\n" + "".join(f"query: {a},query: {b},{s}\n" for a, b, s in STS_ROWS))
+    scores = []
+    for spec, options in ((f"sts:{sts_file(tmp_path)}", ["--prompt", "query: "]), (f"sts:{prompted}", [])):
+        out = tmp_path / f"eval{len(scores)}.json"
+        code, _, err = run(["eval", "-m", minilm_path, "--tasks", spec, "--no-progress", "--json", str(out),
+                            *options], capsys)  # fmt: skip
+        assert code == 0, err
+        scores.append(json.loads(out.read_text())["metrics"]["my_sts_file_spearman"])
+    assert scores[0] == pytest.approx(scores[1], abs=1e-9)

@@ -104,3 +104,35 @@ def test_reading_st_pooling_configs_and_unsupported_layouts(minilm_path, tmp_pat
     )
     with pytest.raises(ConfigError, match="LSTM"):
         read_st_folder(tmp_path)
+
+
+def test_prompts_round_trip_and_sentence_transformers_resolves_them_as_we_do(variant, texts, tmp_path):
+    encoder = variant(pooling="mean", normalize=True)
+    encoder.prompts, encoder.default_prompt_name = {"query": "query: ", "passage": "passage: "}, "query"
+    encoder.save(tmp_path)
+    loaded, model = TextEncoder.load(tmp_path), SentenceTransformer(str(tmp_path), device="cpu")
+    assert (loaded.prompts, loaded.default_prompt_name) == (encoder.prompts, "query")
+    assert {name: model.prompts[name] for name in encoder.prompts} == encoder.prompts  # ST adds empty defaults
+    assert model.default_prompt_name == "query"
+    for arguments in ({}, {"prompt_name": "passage"}, {"prompt": "other: "}, {"prompt": ""}):
+        np.testing.assert_allclose(loaded.encode(texts, **arguments), model.encode(texts, **arguments), atol=1e-5)
+
+
+def test_bad_prompts_in_the_sentence_transformers_config_name_the_file_and_key(variant, tmp_path):
+    variant().save(tmp_path)
+    config_file = tmp_path / "config_sentence_transformers.json"
+    config = json.loads(config_file.read_text())
+    for prompts, default, key in (({"query": 3}, None, "'prompts'"), ({"query": "q: "}, "passage", "'default_prompt_name'")):
+        config_file.write_text(json.dumps({**config, "prompts": prompts, "default_prompt_name": default}))
+        with pytest.raises(ConfigError, match=f"config_sentence_transformers.json: key {key}"):
+            TextEncoder.load(tmp_path)
+
+
+def test_a_pooling_that_leaves_prompts_out_is_refused_only_with_a_prompt(variant, texts, tmp_path):
+    variant(pooling="mean").save(tmp_path)
+    pooling_file = tmp_path / "1_Pooling" / "config.json"
+    pooling_file.write_text(json.dumps({**json.loads(pooling_file.read_text()), "include_prompt": False}))
+    loaded = TextEncoder.load(tmp_path)
+    loaded.encode(texts)  # no prompt: as sentence-transformers
+    with pytest.raises(ConfigError, match="include_prompt: false"):
+        loaded.encode(texts, prompt="query: ")
