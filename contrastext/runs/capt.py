@@ -220,8 +220,10 @@ def finetune_config(config: TrainConfig, args: CAPTArgs, seed: int | None = None
         "greater_is_better": True,
     }
     limit = stage_limit(config, "finetune_limit", args.finetune_limit, "data.limit")
+    # the pre-training file (data.path / data.dataset) is not the fine-tuning task; a classifier has no in-batch
+    # negatives (data.batch_sampler back to the default)
     data = {"task": args.finetune_task, "limit": limit, "few_shot": None, "label_noise": 0.0,
-            **USER_DATA_CLEARED}  # the pre-training file (data.path / data.dataset) is not the fine-tuning task
+            "batch_sampler": "batch_sampler", **USER_DATA_CLEARED}
     eval_limit = stage_limit(config, "finetune_eval_limit", args.finetune_eval_limit, "eval.limit")
     evaluation = {"tasks": [f"{task}:dev"], "limit": eval_limit}
     return stage_config(config, f"finetune-{task}/seed-{seed}", train=train, data=data, eval=evaluation, seed=seed)
@@ -327,4 +329,5 @@ PROTOCOL = Protocol(
     docs="docs/methods/capt.md",
 )
 
-SPEC = RunSpec(name="capt", args_model=CAPTArgs, build=build, run=run, plan=plan, protocol=PROTOCOL)
+SPEC = RunSpec(name="capt", args_model=CAPTArgs, build=build, run=run, plan=plan, protocol=PROTOCOL,
+               in_batch_negatives=True)  # the pre-training contrast (Eq. 4); its fine-tunings use the default

@@ -201,4 +201,4 @@ PROTOCOL = Protocol(
     docs="docs/methods/gd.md",
 )
 
-SPEC = RunSpec(name="gd", args_model=GDArgs, build=build, protocol=PROTOCOL, takes_prompts=True)
+SPEC = RunSpec(name="gd", args_model=GDArgs, build=build, protocol=PROTOCOL, in_batch_negatives=True, takes_prompts=True)

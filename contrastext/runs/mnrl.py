@@ -82,4 +82,5 @@ PROTOCOL = Protocol(
     docs="docs/methods/mnrl.md",
 )
 
-SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan, protocol=PROTOCOL, takes_prompts=True)
+SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan, protocol=PROTOCOL, in_batch_negatives=True,
+                takes_prompts=True)

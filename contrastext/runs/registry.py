@@ -46,6 +46,7 @@ from contrastext.runtime.lock import run_lock
 from contrastext.runtime.paths import check_apart, check_writable_space, weights_bytes
 from contrastext.runtime.processes import is_main_process
 from contrastext.runtime.registry import Registry
+from contrastext.training.batch_sampling import NO_DUPLICATES, check_batch_sampler, key_origin
 from contrastext.training.config import TrainConfig
 from contrastext.training.resume_check import RESUME_FROM, check_resume_from
 from contrastext.training.trainer import check_output_dir_is_free, check_resume_matches
@@ -61,6 +62,8 @@ class RunSpec:
     run: Callable[..., dict] | None = None
     plan: Callable[..., list[StagePlan]] | None = None  # (config, args) -> the stages; default: one stage
     protocol: Protocol | None = None  # the paper's settings shown on a user's data, and method_args.preset's presets
+    in_batch_negatives: bool = False  # its loss takes the batch's other rows as negatives: data.batch_sampler may
+    # be no_duplicates (a repeated text would be a false negative); refused for the others (check_batch_sampler_fits)
     takes_prompts: bool = False  # reads data.prompts (runs/prompts.py); the other recipes refuse it (check_prompts_taken)
 
 
@@ -114,6 +117,21 @@ def resolve_preset(spec: RunSpec, config: TrainConfig) -> tuple[TrainConfig, dic
     return apply_preset(config, spec.protocol, spec.args_model)
 
 
+def check_batch_sampler_fits(spec: RunSpec, config: TrainConfig) -> None:
+    """``data.batch_sampler: no_duplicates`` for a recipe whose loss takes the batch's other rows as negatives
+    (``RunSpec.in_batch_negatives``), and not with ``train.group_by_length``; else a ConfigError before any model
+    loads. The labelled recipes (scl, reclaim: the labels say which rows are positives; multitask and the
+    classifiers: no row is compared with another) have no in-batch negative that a repeated text would falsify."""
+    check_batch_sampler(config)
+    if config.data.batch_sampler != NO_DUPLICATES or spec.in_batch_negatives:
+        return
+    accepting = [name for name in RECIPES.names() if RECIPES.get(name).in_batch_negatives]
+    raise ConfigError(
+        f"{key_origin(config, 'data.batch_sampler')}: data.batch_sampler=no_duplicates: {spec.name} takes no "
+        f"in-batch negatives, so a text repeated in a batch is no false negative; it applies to {', '.join(accepting)}"
+    )
+
+
 CHECKPOINT_FACTOR = 3
 """A checkpoint's size over the model's weight files (weights + AdamW's two moments), for the space check."""
 
@@ -162,6 +180,7 @@ def run_recipe(
     config, preset = resolve_preset(spec, config)
     args = parse_method_args(spec, config)
     check_prompts_taken(spec, config)
+    check_batch_sampler_fits(spec, config)
     if resume and resume_from is not None:
         raise ConfigError(f"--resume and {RESUME_FROM} together: --resume continues the run in its own output "
                           f"folder, {RESUME_FROM} continues a checkpoint into a new one; give one of them")

@@ -399,6 +399,6 @@ SUP_PROTOCOL = Protocol(
 )
 
 UNSUP_SPEC = RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup, protocol=UNSUP_PROTOCOL,
-                     takes_prompts=True)
+                     in_batch_negatives=True, takes_prompts=True)
 SUP_SPEC = RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup, protocol=SUP_PROTOCOL,
-                   takes_prompts=True)
+                   in_batch_negatives=True, takes_prompts=True)

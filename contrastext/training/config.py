@@ -338,6 +338,14 @@ class DataSection(Section):
         "(config_sentence_transformers.json prompts; a string as prompt 'default', the default_prompt_name), so "
         "encode --prompt-name and sentence-transformers apply them too. See docs/RETRIEVAL.md",
     )
+    batch_sampler: Literal["batch_sampler", "no_duplicates"] = Field(
+        default="batch_sampler",
+        description="how training batches are formed (sentence-transformers' batch_sampler names): batch_sampler, a "
+        "seeded permutation cut into batches; no_duplicates, batches in which no text appears twice across the "
+        "row's columns (no false in-batch negatives), sentence-transformers' NoDuplicatesBatchSampler batch for "
+        "batch; the recipes with in-batch negatives only (simcse-unsup, simcse-sup, mnrl, gd, capt's pre-training), "
+        "not with train.group_by_length. See docs/DATA.md",
+    )
     # the multi-task schedule (one task per batch; method_args.pcgrad joins every task instead)
     task_sampling: Literal["sequential", "round_robin", "proportional"] = Field(
         default="proportional", description="multi-task batches: the order of the tasks' batches"

@@ -48,7 +48,6 @@ from accelerate.utils import DistributedDataParallelKwargs, broadcast_object_lis
 from tqdm.auto import tqdm
 
 from contrastext.data.examples import Example
-from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError, ContrastextError, CorruptFileError, MissingDataError
 from contrastext.runtime.fingerprint import data_fingerprints
 from contrastext.runtime.lock import run_lock
@@ -56,6 +55,7 @@ from contrastext.runtime.processes import describe_world, is_main_process
 from contrastext.runtime.run_log import LOG_NAME, read_log
 from contrastext.runtime.seeding import make_generator, set_seed
 from contrastext.runtime.signals import PreemptionWatch, TrainingPreempted
+from contrastext.training.batch_sampling import make_batch_sampler
 from contrastext.training.checkpoint import (
     STATE_FILE,
     TrainerState,
@@ -262,11 +262,8 @@ class Trainer:
         check_cache_chunk(method, config)  # train.cache_chunk needs a method with cached gradients
 
     def _default_sampler(self):
-        train = self.config.train
-        if train.group_by_length:
-            lengths = [sum(len(text) for text in example.texts) for example in self.examples]
-            return LengthGroupedBatchSampler(lengths, train.batch_size, self.seed, train.drop_last)
-        return RandomBatchSampler(len(self.examples), train.batch_size, self.seed, train.drop_last)
+        """``data.batch_sampler`` / ``train.group_by_length`` (:mod:`contrastext.training.batch_sampling`)."""
+        return make_batch_sampler(self.config, self.examples, self.seed)
 
     def total_steps(self) -> int:
         """Optimiser steps of the run: ``max_steps`` or what ``epochs`` give, as ``TrainConfig.length_from``
