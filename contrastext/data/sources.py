@@ -19,6 +19,19 @@ else a ``score`` column (numbers) is the target. What a recipe reads (``needs``)
 unsupervised SimCSE, gd, CAPT), ``pairs`` (two or three texts: supervised SimCSE) or ``labelled`` (one text or a
 pair, and a target: SCL, RECLAIM, fine-tuning).
 
+The data shapes of retrieval users (docs/RETRIEVAL.md, "Data shapes"), for recipes on pairs:
+
+- n-tuple files, sentence-transformers' (anchor, positive, ``negative_1`` … ``negative_n``) columns (what ``contrastext
+  mine --output-format n-tuple`` writes), are read as they are: 2 + n texts a row;
+- list-valued columns (JSONL / datasets: ``{"query": "...", "pos": [..], "neg": [..]}``): the positive column and
+  the negative column may hold lists; the rows become one example per positive with the negatives as n-tuple
+  columns, n by ``num_negatives`` (:mod:`contrastext.data.readers.ntuples`);
+- NLI rows (premise, hypothesis, ``label``) for a recipe that asks for them (``read_texts(..., nli=True)``:
+  supervised SimCSE) become SimCSE's triplets (:mod:`contrastext.data.nli`);
+- a column that is read by no role (a ``label`` or ``score`` column a recipe does not use, a text column left out
+  by ``columns``) is named in :attr:`Layout.unused`, which the run reports in one line: nothing is dropped
+  silently.
+
 Labels may be strings (:func:`label_set`, :func:`index_labels`): the classes are the training labels, sorted
 (integer labels numerically; a label that reads as an integer, ``1.0``, is that integer, ``1``), or
 ``label_names`` in that order; a label outside them is an error naming ``file:line``. Any number of classes.
@@ -37,18 +50,21 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from contrastext.data.examples import Example
+from contrastext.data.nli import nli_triplets
 from contrastext.data.readers.lines import ExampleList, parse_float, require_file
+from contrastext.data.readers.ntuples import read_ntuples
 from contrastext.data.readers.simcse import read_sentences
 from contrastext.data.readers.table import (
     FORMAT_BY_SUFFIX,
     LabelType,
     TableColumns,
+    json_records,
     parse_str_label,
     read_records,
     read_table,
@@ -91,6 +107,7 @@ class DataSpec:
     label_names: Sequence[str] | None = None
     eval_path: str | None = None
     eval_split: str | None = None
+    num_negatives: int | None = None
     origin: str = "<config>"
 
     @property
@@ -120,10 +137,11 @@ class DataSpec:
             "split": self.split,
             "eval_split": self.eval_split,
             "dataset_config": self.dataset_config,
+            "num_negatives": self.num_negatives,
         }
         if self.task is not None:
             for key, value in extras.items():
-                if value:
+                if value or (key == "num_negatives" and value is not None):
                     raise ConfigError(
                         f"{self.origin}: data.{key} applies to data.path or data.dataset; data.task "
                         f"{self.task!r} is a registry task with fixed columns and splits (e.g. data.task: sst2:train)"
@@ -178,6 +196,7 @@ class Table:
     read: Callable[[Sequence[str], str | None, LabelType], ExampleList]
     class_names: dict[str, list[str]] = field(default_factory=dict)
     sentences: bool = False  # a .txt file: one sentence a line, no columns
+    records: Callable[[], Iterable[tuple[int, Mapping]]] | None = None  # raw rows (JSONL, datasets): list columns
 
 
 def safe_name(text: str) -> str:
@@ -209,7 +228,8 @@ def open_file(path: str, key: str = "data.path", origin: str = "<config>") -> Ta
     def read(texts: Sequence[str], target: str | None, kind: LabelType) -> ExampleList:
         return read_table(file, texts, target, label_type=kind)
 
-    return Table(str(file), name, table_columns(file), read)
+    records = (lambda: json_records(file)) if FORMAT_BY_SUFFIX[suffix] == "jsonl" else None
+    return Table(str(file), name, table_columns(file), read, records=records)
 
 
 def open_dataset(
@@ -226,7 +246,10 @@ def open_dataset(
             raise ValueError(f"label type {kind!r}: datasets rows are read with 'str' or 'float' targets")
         return read_records(opened.where, opened.records(), texts, target, parse)
 
-    return Table(opened.where, safe_name(opened.name), opened.columns, read, class_names=opened.class_names)
+    return Table(
+        opened.where, safe_name(opened.name), opened.columns, read, class_names=opened.class_names,
+        records=opened.records,
+    )
 
 
 def open_training_table(spec: DataSpec) -> Table:
@@ -243,21 +266,46 @@ def open_training_table(spec: DataSpec) -> Table:
 
 @dataclass(frozen=True)
 class Layout:
-    """Which columns are read: the texts in order, and the target (a ``label`` or a ``score`` column)."""
+    """Which columns are read: the texts in order, and the target (a ``label`` or a ``score`` column).
+
+    ``lists``: the text columns holding lists (one example per positive, the negatives as n-tuple columns);
+    ``nli``: (premise, hypothesis) read with their ``label`` as NLI rows, made SimCSE's triplets; ``unused``: the
+    table's columns read by no role (reported, never dropped silently)."""
 
     texts: tuple[str, ...]
     target: str | None = None
     target_kind: Literal["label", "score"] | None = None
+    lists: tuple[str, ...] = ()
+    nli: bool = False
+    unused: tuple[str, ...] = ()
 
     def describe(self) -> str:
         shown = ", ".join(self.texts)
         return shown + (f"; {self.target_kind} {self.target}" if self.target else "")
 
+    def unused_note(self, who: str, where: str) -> str | None:
+        """The line naming the columns ``who`` does not read (a ``label`` / ``score`` column first), or None."""
+        if not self.unused:
+            return None
+        targets = [column for column in self.unused if column in TARGET_ROLES]
+        others = [column for column in self.unused if column not in TARGET_ROLES]
+        parts = [f"the {column} column" for column in targets]
+        if others:
+            parts.append(f"the column{'s' if len(others) > 1 else ''} {', '.join(others)}")
+        read = ", ".join(self.texts) + (f" and {self.target_kind} {self.target}" if self.target else "")
+        line = f"{where}: {who} does not use {' and '.join(parts)} (it reads {read})"
+        if targets:
+            line += "; its rows are all trained on, whatever their " + " or ".join(targets)
+        return line
+
 
 def column_layout(
-    table: Table, roles: Mapping[str, str], needs: Needs, who: str, origin: str = "<config>"
+    table: Table, roles: Mapping[str, str], needs: Needs, who: str, origin: str = "<config>", nli: bool = False
 ) -> Layout:
-    """The columns ``who`` (a recipe name, for messages) reads from ``table`` (see the module docstring)."""
+    """The columns ``who`` (a recipe name, for messages) reads from ``table`` (see the module docstring).
+
+    ``nli``: the recipe reads (premise, hypothesis, label) rows as NLI triplets (``needs="pairs"`` only): two
+    text columns and a ``label`` column (or ``data.columns.label``) make an NLI layout."""
     if needs not in NEEDS:
         raise ValueError(f"needs must be one of {', '.join(NEEDS)}, not {needs!r}")
     if table.sentences:
@@ -282,11 +330,13 @@ def column_layout(
         raise ConfigError(f"{origin}: data.columns.label and data.columns.score: give one target column")
     target_role = next((role for role in TARGET_ROLES if role in roles), None)
     default_target = next((role for role in TARGET_ROLES if role in names), None)
-    if needs != "labelled" and target_role is not None:
+    nli_allowed = nli and needs == "pairs" and target_role in (None, "label")
+    if needs != "labelled" and target_role is not None and not nli_allowed:
         raise ConfigError(
             f"{origin}: data.columns.{target_role}: {who} trains on {NEEDS[needs]} without labels; remove it"
         )
     texts = _text_columns(table, roles, needs, who, origin)
+    lists = tuple(column for column in texts if column in table.columns.lists)
     if needs == "labelled":
         role = target_role or default_target
         if role is None:
@@ -295,11 +345,22 @@ def column_layout(
                 f"(its columns: {', '.join(names)}): name the target with data.columns.label (classes) or "
                 "data.columns.score (numbers)"
             )
-        return Layout(texts, roles.get(role, role), role)
-    return Layout(texts)
+        layout = Layout(texts, roles.get(role, role), role)
+    elif nli_allowed and len(texts) == 2 and not lists and (target_role or "label" in names):
+        layout = Layout(texts, roles.get("label", "label"), "label", nli=True)
+    elif target_role is not None:
+        raise ConfigError(
+            f"{origin}: data.columns.label: {who} reads a label only on NLI rows (premise, hypothesis, label); "
+            f"{table.where} gives the texts {', '.join(texts)}: remove it"
+        )
+    else:
+        layout = Layout(texts, lists=lists)
+    read = set(layout.texts) | {layout.target}
+    return replace(layout, lists=lists, unused=tuple(column for column in names if column not in read))
 
 
 def _text_columns(table: Table, roles: Mapping[str, str], needs: Needs, who: str, origin: str) -> tuple[str, ...]:
+    lists = table.columns.lists
     given = [role for role in TEXT_ROLES if role in roles]
     if given:
         expected = list(TEXT_ROLES[: len(given)])
@@ -312,20 +373,43 @@ def _text_columns(table: Table, roles: Mapping[str, str], needs: Needs, who: str
             raise ConfigError(
                 f"{origin}: data.columns: {who} trains on {NEEDS[needs]}; got the roles {', '.join(given)}"
             )
+        for role, column in zip(given, texts, strict=True):
+            if column in lists and (needs != "pairs" or role == "text"):
+                what = "the anchor" if needs == "pairs" else NEEDS[needs]
+                raise ConfigError(
+                    f"{origin}: data.columns.{role}: the column {column!r} of {table.where} holds lists; {who} reads "
+                    f"one text a row for {what} (lists are read as the positives and negatives of pairs: "
+                    "data.columns.pair, data.columns.negative)"
+                )
         return texts
     targets = set(TARGET_ROLES) | set(roles.values())
     texts = tuple(column for column in table.columns.texts if column not in targets)
+    listed = tuple(column for column in lists if column not in targets)
     shown = ", ".join(texts) or "none"
+    if listed:
+        skipped = f" (and the list-valued columns {', '.join(listed)}, which {who} reads for pairs only)"
+        if needs == "pairs":
+            skipped = f" and the list-valued columns {', '.join(listed)}"
+        shown += skipped
     if needs == "sentences" and len(texts) != 1:
         raise ConfigError(
             f"{origin}: {who} trains on single sentences; {table.where} has the text columns {shown}: "
             "choose one with data.columns.text"
         )
-    if needs == "pairs" and len(texts) not in (2, 3):
-        raise ConfigError(
-            f"{origin}: {who} trains on {NEEDS[needs]}; {table.where} has the text columns {shown}: "
-            "name them with data.columns.text, .pair (and .negative)"
-        )
+    if needs == "pairs":
+        candidates = tuple(column for column in table.columns.names if column in texts or column in listed)
+        if is_ntuple_header(candidates) and not listed:
+            return candidates
+        if len(candidates) not in (2, 3) or candidates[0] in listed:
+            first = (
+                f"; the first, {candidates[0]!r}, holds lists and the anchor is one text a row"
+                if candidates and candidates[0] in listed and len(candidates) in (2, 3) else ""
+            )
+            raise ConfigError(
+                f"{origin}: {who} trains on {NEEDS[needs]}; {table.where} has the text columns {shown}{first}: "
+                "name them with data.columns.text, .pair (and .negative)"
+            )
+        return candidates
     if needs == "labelled" and len(texts) not in (1, 2):
         raise ConfigError(
             f"{origin}: {who} fine-tunes on one text or a pair; {table.where} has the text columns {shown}: "
@@ -334,19 +418,31 @@ def _text_columns(table: Table, roles: Mapping[str, str], needs: Needs, who: str
     return texts
 
 
+def is_ntuple_header(columns: Sequence[str]) -> bool:
+    """sentence-transformers' n-tuple columns: anchor, positive, then ``negative_1 … negative_n`` (n ≥ 2; what
+    ``mine_hard_negatives(output_format="n-tuple")`` and ``contrastext mine --output-format n-tuple`` write)."""
+    negatives = list(columns[2:])
+    return len(negatives) >= 2 and negatives == [f"negative_{n}" for n in range(1, len(negatives) + 1)]
+
+
 # ------------------------------------------------------------------------------------------------ texts
 
 
 @dataclass
 class TextData:
-    """Unlabelled training examples (sentences, pairs or triplets) and where they came from."""
+    """Unlabelled training examples (sentences, pairs, triplets or n-tuples) and where they came from;
+    ``notes``: the lines the run prints about how the rows were read (list columns, NLI rows, unused columns),
+    ``unused_targets``: the ``label`` / ``score`` columns the recipe does not read (the run warns)."""
 
     examples: ExampleList
     description: dict
+    notes: list[str] = field(default_factory=list)
+    unused_targets: list[str] = field(default_factory=list)
 
 
-def read_texts(spec: DataSpec, needs: Needs, who: str) -> TextData:
-    """Sentences (``needs="sentences"``) or pairs / triplets (``"pairs"``) of ``spec.path`` / ``spec.dataset``."""
+def read_texts(spec: DataSpec, needs: Needs, who: str, nli: bool = False) -> TextData:
+    """Sentences (``needs="sentences"``) or pairs / triplets / n-tuples (``"pairs"``) of ``spec.path`` /
+    ``spec.dataset``; ``nli``: (premise, hypothesis, label) rows become SimCSE's triplets (module docstring)."""
     spec.check()
     if spec.label_names or spec.eval_path or spec.eval_split:
         key = "label_names" if spec.label_names else "eval_path" if spec.eval_path else "eval_split"
@@ -354,14 +450,57 @@ def read_texts(spec: DataSpec, needs: Needs, who: str) -> TextData:
             f"{spec.origin}: data.{key}: {who} trains on {NEEDS[needs]} without labels; its evaluation is eval.tasks"
         )
     table = open_training_table(spec)
-    layout = column_layout(table, spec.roles, needs, who, spec.origin)
-    examples = table.read(layout.texts, None, "str")
+    layout = column_layout(table, spec.roles, needs, who, spec.origin, nli=nli)
+    _check_num_negatives(spec, layout, table, needs, who)
+    notes: list[str] = []
+    description = {"source": f"data.{spec.source}", "train": table.where}
+    if layout.lists and table.records is not None:
+        examples, counts = read_ntuples(table.where, table.records(), *layout.texts, num_negatives=spec.num_negatives)
+        notes.append(counts.describe(table.where, layout.texts))
+        description["n_rows"] = counts.rows
+        description["ntuples"] = asdict(counts)
+    elif layout.nli:
+        rows = table.read(layout.texts, layout.target, "str")
+        examples, counts = nli_triplets(rows)
+        notes.append(counts.describe(table.where))
+        description["n_rows"] = counts.rows
+        description["nli"] = asdict(counts)
+        if not examples and rows:
+            raise EmptyDataError(
+                f"{table.where}: no NLI triplet: no premise has both an entailment and a contradiction hypothesis "
+                f"({counts.entailment} entailment, {counts.contradiction} contradiction, {counts.neutral} neutral "
+                "rows; labels 0 / 1 / 2 read as entailment / neutral / contradiction)"
+            )
+    else:
+        examples = table.read(layout.texts, None, "str")
+        description["n_rows"] = len(examples)
     if not examples:
         raise EmptyDataError(f"{table.where}: no example: the file is empty or holds a header only")
-    description = {"source": f"data.{spec.source}", "train": table.where, "n_rows": len(examples)}
     if not table.sentences:
-        description["columns"] = list(layout.texts)
-    return TextData(examples, description)
+        description["columns"] = [*layout.texts, layout.target] if layout.nli else list(layout.texts)
+    unused = layout.unused_note(who, table.where)
+    targets = [column for column in layout.unused if column in TARGET_ROLES]
+    if unused:
+        description["unused_columns"] = list(layout.unused)
+        if not targets:
+            notes.append(unused)
+    return TextData(examples, description, notes, [unused] if targets else [])
+
+
+def _check_num_negatives(spec: DataSpec, layout: Layout, table: Table, needs: Needs, who: str) -> None:
+    """``data.num_negatives`` applies to a list-valued negative column; elsewhere it must equal the fixed count."""
+    if spec.num_negatives is None:
+        return
+    negative_listed = needs == "pairs" and len(layout.texts) == 3 and layout.texts[2] in layout.lists
+    if negative_listed:
+        return
+    fixed = max(len(layout.texts) - 2, 0) if needs == "pairs" and not layout.nli else (1 if layout.nli else 0)
+    if spec.num_negatives != fixed:
+        raise ConfigError(
+            f"{spec.origin}: data.num_negatives={spec.num_negatives}: {table.where} has no list-valued negative "
+            f"column ({who} reads {layout.describe()}: {fixed} negative{'s' if fixed != 1 else ''} a row); it "
+            "chooses n for a column of negative lists (JSONL / datasets)"
+        )
 
 
 # --------------------------------------------------------------------------------------------- labelled
@@ -380,6 +519,7 @@ class LabelledData:
     eval_name: str | None
     layout: Layout
     eval_key_name: str | None = None  # data.eval_path's short name: the evaluation keys are named after it
+    unused_note: str | None = None  # the line naming the columns read by no role (Layout.unused_note)
 
 
 def canonical_label(value: object) -> str:
@@ -457,6 +597,8 @@ def read_labelled(spec: DataSpec, who: str) -> LabelledData:
     """The labelled training rows of ``spec.path`` / ``spec.dataset``, and its evaluation rows
     (``spec.eval_path`` / ``spec.eval_split``) when named. See the module docstring for the columns and labels."""
     spec.check()
+    if spec.num_negatives is not None:
+        raise ConfigError(f"{spec.origin}: data.num_negatives: {who} fine-tunes on labelled rows, without negatives")
     table = open_training_table(spec)
     layout = column_layout(table, spec.roles, "labelled", who, spec.origin)
     regression = layout.target_kind == "score"
@@ -510,6 +652,7 @@ def read_labelled(spec: DataSpec, who: str) -> LabelledData:
         eval_name=None if eval_table is None else eval_table.where,
         layout=layout,
         eval_key_name=eval_table.name if spec.eval_path is not None else None,
+        unused_note=layout.unused_note(who, table.where),
     )
 
 

@@ -18,6 +18,11 @@ Gao, Yao & Chen, "SimCSE: Simple Contrastive Learning of Sentence Embeddings", E
 pooling, Dense layers and normalisation, and no MLP is added. The recipes apply SimCSE's explicitly, and the
 run prints a ``model: pooling mean -> cls, ...`` line saying how the model changed.
 
+n-tuples (anchor, positive, negative_1 … negative_m), e.g. rows with lists of negatives
+(:mod:`contrastext.data.readers.ntuples`), give the objective the m negative blocks stacked, ``[n_1; …; n_m]``
+((m·B, d), row j·B + i the j-th negative of anchor i), as sentence-transformers' ``MultipleNegativesRankingLoss``
+stacks its negative columns: InfoNCE then computes MNRL's loss on the same embeddings.
+
 The batch is encoded in one forward pass ([anchors; positives; negatives] rows), as SimCSE does, so every row
 gets its own dropout mask. With several processes (``gather: true``) the embeddings of all processes are
 gathered with their gradients and every process computes the loss of the global batch (SimCSE's
@@ -66,9 +71,10 @@ class SimCSE(Method):
     """InfoNCE between two views of each example (+ its hard negative when the examples are triplets).
 
     ``views`` is the number of texts encoded per example: 2 for dropout twins (the sentence twice) and
-    for (anchor, positive) pairs, 3 for (anchor, positive, hard negative) triplets. ``loss`` is called as
-    ``loss(anchors, positives)`` (or with the hard negatives as a third argument), so any pair objective
-    of :mod:`contrastext.objectives` fits; its value is the loss part ``part_name``.
+    for (anchor, positive) pairs, 3 for (anchor, positive, hard negative) triplets, 2 + m for n-tuples with m
+    negatives. ``loss`` is called as ``loss(anchors, positives)`` (or with the hard negatives, m blocks of B rows
+    stacked, as a third argument), so any pair objective of :mod:`contrastext.objectives` fits; its value is the
+    loss part ``part_name``.
     """
 
     def __init__(
@@ -95,12 +101,13 @@ class SimCSE(Method):
         if self.supervised:
             views = len(examples[0].texts)
             for example in examples:
-                if len(example.texts) != views or views not in (2, 3):
+                if len(example.texts) != views or views < 2:
                     raise DataFormatError(
                         example.source or "<examples>",
                         None,
-                        f"simcse-sup needs (anchor, positive) pairs or (anchor, positive, hard_negative) "
-                        f"triplets, all of one kind; got {len(example.texts)} texts after {views}-text examples",
+                        f"simcse-sup needs (anchor, positive) pairs, (anchor, positive, hard_negative) triplets or "
+                        f"(anchor, positive, negative_1 … negative_m) n-tuples, all of one kind; got "
+                        f"{len(example.texts)} texts after {views}-text examples",
                     )
             texts = [example.texts[view] for view in range(views) for example in examples]
             batch = tokenize(self.encoder.tokenizer, texts, self.encoder.train_max_length, special_tokens_mask=False)
@@ -137,8 +144,9 @@ class SimCSE(Method):
         if self.gather and is_distributed():
             views = [all_gather_with_grad(view) for view in views]
         anchors, positives, *negatives = views
-        if negatives:
-            return self.loss_parts(anchors, positives, negatives[0])
+        if negatives:  # m blocks of B rows, stacked as sentence-transformers stacks its negative columns
+            stacked = negatives[0] if len(negatives) == 1 else torch.cat(negatives, dim=0)
+            return self.loss_parts(anchors, positives, stacked)
         return self.loss_parts(anchors, positives)
 
     def loss_parts(self, *inputs: Tensor) -> dict[str, Tensor]:

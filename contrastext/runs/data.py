@@ -44,7 +44,7 @@ import numpy as np
 
 from contrastext.data.examples import Example, IndexedExample, TaskExample
 from contrastext.data.quality import DUPLICATE_WARNING, drop_blank, duplicate_positives
-from contrastext.data.sources import DEFAULT_HOLDOUT, SOURCE_KEYS, DataSpec, choose_source
+from contrastext.data.sources import DEFAULT_HOLDOUT, SOURCE_KEYS, TARGET_ROLES, DataSpec, choose_source
 from contrastext.data.task_kinds import CLASSIFICATION_KINDS, LABELLED_KINDS
 from contrastext.errors import ConfigError
 from contrastext.evaluation.evaluators import EvalSet
@@ -57,7 +57,9 @@ FEW_SHOT_SAMPLING = ("label_distribution", "per_class")
 # A stage that trains on a registry task (CAPT's fine-tuning) drops the run's own file or dataset keys.
 USER_DATA_CLEARED: dict[str, Any] = {
     key: None
-    for key in ("path", "dataset", "dataset_config", "split", "columns", "label_names", "eval_path", "eval_split")
+    for key in (
+        "path", "dataset", "dataset_config", "split", "columns", "label_names", "eval_path", "eval_split", "num_negatives"
+    )
 }
 
 
@@ -75,6 +77,11 @@ def data_spec(config) -> DataSpec:
                 "--set data.%s=%s replaces data.%s: %s of %s", chosen, values[chosen], key, values[key], origin
             )
             setattr(data, key, None)
+    if data.num_negatives is not None and data.path is None and data.dataset is None:
+        raise ConfigError(
+            f"{origin}: data.num_negatives applies to data.path or data.dataset (rows with a list of negatives); "
+            f"the training data is the registry task {data.task or 'of the recipe'}"
+        )
     spec = DataSpec(
         task=data.task,
         path=data.path,
@@ -85,6 +92,7 @@ def data_spec(config) -> DataSpec:
         label_names=data.label_names,
         eval_path=data.eval_path,
         eval_split=data.eval_split,
+        num_negatives=data.num_negatives,
         origin=origin,
     )
     spec.check()
@@ -117,17 +125,20 @@ def apply_limit(rows: Sequence, config, *stream: int) -> list:
     return [rows[index] for index in np.sort(rng.choice(len(rows), size=limit, replace=False))]
 
 
-def load_training_data(config, data_root: Path | None, default_task: str) -> TrainingData:
-    """``data.path`` / ``data.dataset`` (read as the default task's kind: sentences, or pairs / triplets) or
-    ``data.task`` (default ``default_task``), :func:`apply_limit`."""
+def load_training_data(config, data_root: Path | None, default_task: str, nli: bool = False) -> TrainingData:
+    """``data.path`` / ``data.dataset`` (read as the default task's kind: sentences, or pairs / triplets /
+    n-tuples; ``nli``: (premise, hypothesis, label) rows as SimCSE's triplets) or ``data.task`` (default
+    ``default_task``), :func:`apply_limit`. How the rows were read is printed (``data: ...`` lines, main process);
+    a ``label`` / ``score`` column the recipe does not use is a warning."""
     from contrastext.data.sources import read_texts
     from contrastext.data.tasks import get_task, load_task
 
     spec = data_spec(config)
     if spec.is_user_data:
         needs = "sentences" if get_task(default_task).kind == "sentences" else "pairs"
-        read = read_texts(spec, needs, who=config.method)
+        read = read_texts(spec, needs, who=config.method, nli=nli)
         examples, description = list(read.examples), dict(read.description)
+        _announce(read.notes, read.unused_targets)
     else:
         loaded = load_task(spec.task or default_task, data_root)
         examples = list(loaded.examples)
@@ -142,6 +153,17 @@ def load_training_data(config, data_root: Path | None, default_task: str) -> Tra
     description["n_train"] = len(examples)
     _report_duplicate_positives(examples, description)
     return TrainingData(examples, description)
+
+
+def _announce(notes: Sequence[str], warnings: Sequence[str] = ()) -> None:
+    """Print each note as a ``data: ...`` line on the main process (as the ``model: ...`` line); log each warning."""
+    from contrastext.runtime.processes import is_main_process
+
+    if is_main_process():
+        for note in notes:
+            print(f"data: {note}", flush=True)
+    for warning in warnings:
+        logger.warning("data: %s", warning)
 
 
 def _without_blank_texts(examples: list[Example], description: dict) -> list[Example]:
@@ -358,6 +380,9 @@ def _user_labelled(config, args: HoldoutArgs, spec: DataSpec):
     from contrastext.data.tasks import holdout_split
 
     user = read_labelled(spec, who=config.method)
+    unused_target = any(column in TARGET_ROLES for column in user.layout.unused)
+    note = [user.unused_note] if user.unused_note else []
+    _announce([] if unused_target else note, note if unused_target else [])
     origin = config.source or "<config>"
     if user.eval is not None:
         if args.holdout is not None:

@@ -218,9 +218,14 @@ def training_width(encoder) -> int:
 
 
 def batch_shape(data: TrainingData, supervised: bool) -> BatchShape:
-    """``triplets`` when the training examples carry a hard negative (a third text), else ``pairs`` (dropout
-    twins of unsupervised runs are pairs of the same sentence)."""
-    return "triplets" if supervised and any(len(example.texts) == 3 for example in data.examples) else "pairs"
+    """``triplets`` when the training examples carry hard negatives (a third text, or more: n-tuples), else
+    ``pairs`` (dropout twins of unsupervised runs are pairs of the same sentence)."""
+    return "triplets" if supervised and any(len(example.texts) >= 3 for example in data.examples) else "pairs"
+
+
+def negatives_per_row(data: TrainingData, supervised: bool) -> int:
+    """The hard negatives of a training example (0 for pairs and dropout twins)."""
+    return max((len(example.texts) - 2 for example in data.examples), default=0) if supervised else 0
 
 
 def check_objective_fits(config: TrainConfig, name: str, objective: nn.Module, data: TrainingData,
@@ -229,6 +234,15 @@ def check_objective_fits(config: TrainConfig, name: str, objective: nn.Module, d
     (:func:`contrastext.objectives.registry.takes_shape`); called before the model loads. A pair-only objective
     on triplets names the negative column and the two ways out; nothing is dropped silently."""
     shape = batch_shape(data, supervised)
+    negatives = negatives_per_row(data, supervised)
+    if negatives > 1 and takes_shape(objective, "triplets") and not takes_shape(objective, "pairs"):
+        stacking = [name for name in objectives_taking("triplets") if name in objectives_taking("pairs")]
+        raise ConfigError(
+            f"{loss_origin(config)}: method_args.loss={name}: {type(objective).__name__} takes one negative per "
+            f"anchor, and the training data has {negatives} a row (n-tuples of {data.description.get('train', '?')}). "
+            f"Use an objective that takes the negatives stacked ({', '.join(stacking)}), or keep one a row: "
+            "--set data.num_negatives=1"
+        )
     if takes_shape(objective, shape):
         return
     key = f"{loss_origin(config)}: method_args.loss={name}"
@@ -311,11 +325,17 @@ def loss_origin(config: TrainConfig) -> str:
 def negative_column(config: TrainConfig, data: TrainingData) -> tuple[str, str]:
     """The data's negative column in words, and how to train on its pairs alone."""
     columns = data.description.get("columns")
-    if columns and len(columns) == 3:
+    if "nli" in data.description:
+        return (
+            f"the contradiction hypotheses of the NLI rows of {data.description['train']} (SimCSE's triplets)",
+            "a file of (anchor, positive) pairs with data.path / data.dataset",
+        )
+    if columns and len(columns) >= 3:
         given = " (data.columns.negative)" if (config.data.columns and config.data.columns.negative) else ""
-        where = f"column {columns[2]!r}{given} of {data.description['train']}"
+        negatives = ", ".join(columns[2:])
+        where = f"column{'s' if len(columns) > 3 else ''} {negatives!r}{given} of {data.description['train']}"
         return where, (
-            f"--set data.columns.text={columns[0]} data.columns.pair={columns[1]} (the column {columns[2]} is "
+            f"--set data.columns.text={columns[0]} data.columns.pair={columns[1]} (the column {negatives} is "
             "then not read)"
         )
     return (
@@ -339,10 +359,11 @@ def sentence_encoder(config: TrainConfig, args: SimCSEUnsupArgs):
 
 def build_simcse(
     config: TrainConfig, args: SimCSEUnsupArgs, data_root: Path | None, supervised: bool, default_task: str,
-    objective: nn.Module | None = None, extras=(),
+    objective: nn.Module | None = None, extras=(), nli: bool = False,
 ) -> MethodBundle:
-    """A SimCSE bundle: ``data.task`` (default ``default_task``) or ``data.path``, the encoder, the objective."""
-    data = load_training_data(config, data_root, default_task=default_task)
+    """A SimCSE bundle: ``data.task`` (default ``default_task``) or ``data.path``, the encoder, the objective.
+    ``nli``: a user's (premise, hypothesis, label) rows become SimCSE's triplets (:mod:`contrastext.data.nli`)."""
+    data = load_training_data(config, data_root, default_task=default_task, nli=nli)
     examples = prompted_examples(config, data.examples, data.description, key_origin(config, "data.prompts"))
     objective = objective if objective is not None else make_pair_objective(args)
     check_objective_fits(config, args.loss, objective, data, supervised)  # before the model loads
@@ -361,8 +382,9 @@ def build_unsup(config: TrainConfig, args: SimCSEUnsupArgs, data_root: Path | No
 
 
 def build_sup(config: TrainConfig, args: SimCSESupArgs, data_root: Path | None) -> MethodBundle:
-    """``simcse-sup``: NLI triplets (``data.task`` default ``nli-triplets``) with hard negatives."""
-    return build_simcse(config, args, data_root, supervised=True, default_task="nli-triplets")
+    """``simcse-sup``: NLI triplets (``data.task`` default ``nli-triplets``) with hard negatives; a user's
+    (premise, hypothesis, label) rows are made SimCSE's triplets (entailment positive, contradiction negative)."""
+    return build_simcse(config, args, data_root, supervised=True, default_task="nli-triplets", nli=True)
 
 
 # The SimCSE paper's BERT-base settings (docs/methods/simcse-*.md, "The paper's setting and ours"); what it

@@ -315,6 +315,14 @@ class DataSection(Section):
         description="tokens per text in TRAINING batches (truncation); the saved model keeps its own max_seq_length",
     )
     limit: int | None = Field(default=None, gt=0, description="N training examples only (see data.limit_rows)")
+    num_negatives: int | None = Field(
+        default=None,
+        ge=0,
+        description="rows with a list-valued negative column (JSONL / datasets: query, pos: [...], neg: [...]): n, "
+        "the negatives kept per row as negative_1 … negative_n (a row's first n; rows with fewer are dropped, as "
+        "sentence-transformers' n-tuple format drops them); null: the fewest any row has, no row dropped. See "
+        "docs/RETRIEVAL.md",
+    )
     limit_rows: Literal["first", "random"] = Field(
         default="first",
         description="which N rows data.limit keeps: the first N of the file, or N drawn at random with the run's "
@@ -330,14 +338,6 @@ class DataSection(Section):
         "per_class)",
     )
     label_noise: float = Field(default=0.0, ge=0, lt=1, description="share of labels flipped")
-    prompts: str | dict[str, str] | None = Field(
-        default=None,
-        description="mnrl, simcse-unsup, simcse-sup, gd: text put before every training text, as "
-        "sentence-transformers' training-args prompts: one string for every column, or {column: prompt} (the "
-        "data's column names, or text / pair / negative for data without named columns). Saved with the model "
-        "(config_sentence_transformers.json prompts; a string as prompt 'default', the default_prompt_name), so "
-        "encode --prompt-name and sentence-transformers apply them too. See docs/RETRIEVAL.md",
-    )
     batch_sampler: Literal["batch_sampler", "no_duplicates"] = Field(
         default="batch_sampler",
         description="how training batches are formed (sentence-transformers' batch_sampler names): batch_sampler, a "
@@ -345,6 +345,14 @@ class DataSection(Section):
         "row's columns (no false in-batch negatives), sentence-transformers' NoDuplicatesBatchSampler batch for "
         "batch; the recipes with in-batch negatives only (simcse-unsup, simcse-sup, mnrl, gd, capt's pre-training), "
         "not with train.group_by_length. See docs/DATA.md",
+    )
+    prompts: str | dict[str, str] | None = Field(
+        default=None,
+        description="mnrl, simcse-unsup, simcse-sup, gd: text put before every training text, as "
+        "sentence-transformers' training-args prompts: one string for every column, or {column: prompt} (the "
+        "data's column names, or text / pair / negative for data without named columns). Saved with the model "
+        "(config_sentence_transformers.json prompts; a string as prompt 'default', the default_prompt_name), so "
+        "encode --prompt-name and sentence-transformers apply them too. See docs/RETRIEVAL.md",
     )
     # the multi-task schedule (one task per batch; method_args.pcgrad joins every task instead)
     task_sampling: Literal["sequential", "round_robin", "proportional"] = Field(

@@ -244,3 +244,62 @@ def test_a_hub_name_offline_is_one_clear_error(monkeypatch) -> None:
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(MissingDataError, match=r"data\.dataset: cannot load the Hugging Face dataset 'someone/no-such'"):
         read_texts(DataSpec(dataset="someone/no-such"), "pairs", "simcse-sup")
+
+
+# ------------------------------------------------------------------------ retrieval data shapes (issue 23, item 3)
+
+
+def test_list_valued_columns_are_named_when_a_recipe_cannot_read_them(tmp_path) -> None:
+    path = write(tmp_path / "r.jsonl", json.dumps({"pos": ["a", "b"], "neg": ["c"], "id": 3}) + "\n")
+    with pytest.raises(ConfigError) as error:
+        read_texts(DataSpec(path=str(path)), "sentences", "simcse-unsup")
+    assert str(error.value) == (
+        f"<config>: simcse-unsup trains on single sentences; {path} has the text columns none (and the list-valued "
+        "columns pos, neg, which simcse-unsup reads for pairs only): choose one with data.columns.text"
+    )
+    wide = write(tmp_path / "w.jsonl", json.dumps({"query": "q", "pos": ["a"], "neg": ["c"], "more": ["d"]}) + "\n")
+    with pytest.raises(ConfigError, match=r"has the text columns query and the list-valued columns pos, neg, more: "
+                                          r"name them with data.columns.text"):  # fmt: skip
+        read_texts(DataSpec(path=str(wide)), "pairs", "mnrl")
+    first = write(tmp_path / "f.jsonl", json.dumps({"pos": ["a"], "query": "q"}) + "\n")
+    with pytest.raises(ConfigError, match=r"the first, 'pos', holds lists and the anchor is one text a row"):
+        read_texts(DataSpec(path=str(first)), "pairs", "mnrl")
+
+
+def test_list_columns_named_by_roles_and_the_unused_ones_are_noted(tmp_path) -> None:
+    rows = [{"id": n, "question": f"q{n}", "answers": [f"a{n}", f"b{n}"], "bad": [f"c{n}"], "label": 1} for n in range(3)]
+    path = write(tmp_path / "r.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    spec = DataSpec(path=str(path), columns={"text": "question", "pair": "answers", "negative": "bad"})
+    data = read_texts(spec, "pairs", "mnrl")
+    assert [example.texts for example in data.examples][:2] == [("q0", "a0", "c0"), ("q0", "b0", "c0")]
+    assert data.description["unused_columns"] == ["id", "label"]
+    assert data.unused_targets == [
+        f"{path}: mnrl does not use the label column and the column id (it reads question, answers, bad); its rows "
+        "are all trained on, whatever their label"
+    ]
+    assert len(data.notes) == 1 and "list-valued columns read as one row per positive" in data.notes[0]
+    with pytest.raises(ConfigError, match="data.num_negatives: scl fine-tunes on labelled rows"):
+        read_labelled(DataSpec(path=str(path), num_negatives=1), "scl")
+
+
+def test_nli_rows_only_for_a_recipe_that_asks_and_a_label_role_elsewhere_is_refused(tmp_path) -> None:
+    path = write(tmp_path / "nli.csv", "s1,s2,gold\na,b,entailment\na,c,contradiction\n")
+    spec = DataSpec(path=str(path), columns={"text": "s1", "pair": "s2", "label": "gold"})
+    data = read_texts(spec, "pairs", "simcse-sup", nli=True)
+    assert [example.texts for example in data.examples] == [("a", "b", "c")]
+    assert data.description["columns"] == ["s1", "s2", "gold"]
+    with pytest.raises(ConfigError, match="data.columns.label: mnrl trains on pairs .* without labels; remove it"):
+        read_texts(spec, "pairs", "mnrl")
+    triplets = DataSpec(path=str(path), columns={"text": "s1", "pair": "s2", "negative": "gold", "label": "gold"})
+    with pytest.raises(ConfigError, match="simcse-sup reads a label only on NLI rows"):
+        read_texts(triplets, "pairs", "simcse-sup", nli=True)
+
+
+def test_sentence_transformers_n_tuple_columns_are_read_as_they_are(tmp_path) -> None:
+    path = write(tmp_path / "mined.csv", "query,answer,negative_1,negative_2,negative_3\nq,a,n1,n2,n3\nr,b,m1,m2,m3\n")
+    data = read_texts(DataSpec(path=str(path)), "pairs", "mnrl")
+    assert [example.texts for example in data.examples] == [("q", "a", "n1", "n2", "n3"), ("r", "b", "m1", "m2", "m3")]
+    assert data.description["columns"] == ["query", "answer", "negative_1", "negative_2", "negative_3"]
+    other = write(tmp_path / "four.csv", "query,answer,negative_1,extra\nq,a,n1,x\n")
+    with pytest.raises(ConfigError, match="has the text columns query, answer, negative_1, extra: name them"):
+        read_texts(DataSpec(path=str(other)), "pairs", "mnrl")

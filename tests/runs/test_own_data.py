@@ -86,14 +86,18 @@ def write_reviews(path: Path, rows: int = 30, offset: int = 0) -> Path:
 def test_simcse_sup_trains_on_a_pair_file(tmp_path, tiny_bert_path, capsys, suffix):
     path = write_pairs(tmp_path, suffix)
     output = tmp_path / "run"
-    code, _, stderr = train(
+    code, stdout, stderr = train(
         capsys, "simcse-sup", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
         "train.metric_for_best=null",
     )
     assert code == 0, stderr
     data = report(output)["data"]
+    unused = {"unused_columns": ["id"]} if suffix == ".jsonl" else {}  # the JSONL rows' integer id: reported
     assert data == {"source": "data.path", "train": str(path), "columns": ["question", "answer", "hard"],
-                    "n_rows": 12, "n_train": 12}
+                    "n_rows": 12, "n_train": 12, **unused}
+    assert (f"data: {path}: simcse-sup does not use the column id (it reads question, answer, hard)" in stdout) == bool(
+        unused
+    )
     saved = yaml.safe_load((output / "config.yaml").read_text())["data"]
     assert saved["path"] == str(path) and saved["task"] is None  # the recipe's nli-triplets was replaced
 
@@ -291,3 +295,189 @@ def test_multitask_refuses_a_single_source_and_capt_fine_tunes_on_its_task(tmp_p
     assert data_spec(config).path == str(sentences) and config.data.task is None
     tune = finetune_config(config, config.method_args_as(CAPTArgs), seed=1)
     assert data_spec(tune).source == "task" and tune.data.task == "sst2" and tune.data.path is None
+
+
+# ---------------------------------------------------------------- retrieval data shapes (issue 23, item 3)
+
+RETRIEVAL = [
+    {"query": f"what about {topic}", "pos": [f"a text on {topic}", f"more on {topic}"],
+     "neg": [f"a text on {other}" for other in ("rain", "tea", "chess")[: 2 + n % 2]]}
+    for n, topic in enumerate(("cats", "pizza", "rome", "guitars", "trains", "coffee"))
+]  # fmt: skip
+
+
+def write_retrieval(folder: Path, kind: str) -> Path:
+    if kind == "jsonl":
+        path = folder / "retrieval.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in RETRIEVAL), encoding="utf-8")
+        return path
+    datasets = pytest.importorskip("datasets")
+    path = folder / "retrieval-ds"
+    datasets.Dataset.from_list(RETRIEVAL).save_to_disk(str(path))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "dataset"])
+def test_mnrl_trains_on_lists_of_positives_and_negatives_as_n_tuples(tmp_path, tiny_bert_path, capsys, kind):
+    source = write_retrieval(tmp_path, kind)
+    key = "data.path" if kind == "jsonl" else "data.dataset"
+    where = str(source) if kind == "jsonl" else f"{source}[train]"
+    output = tmp_path / "run"
+    code, stdout, stderr = train(
+        capsys, "mnrl", output, *QUIET, f"model={tiny_bert_path}", f"{key}={source}", "eval.tasks=[]",
+        "train.metric_for_best=null",
+    )
+    assert code == 0, stderr
+    assert (
+        f"data: {where}: list-valued columns read as one row per positive (pos), the anchor 'query' and the negatives "
+        "of 'neg' as n-tuple columns: 6 rows -> 12 (anchor, positive, negative_1, negative_2) rows; n = 2 (the "
+        "fewest of any row: none dropped), rows hold 2–3 negatives, 0 rows with fewer than 2 dropped"
+    ) in stdout
+    data = report(output)["data"]
+    assert data["columns"] == ["query", "pos", "neg"] and data["n_train"] == 12
+    assert data["ntuples"]["negatives_left_out"] == 3
+
+    code, stdout, stderr = train(
+        capsys, "mnrl", tmp_path / "three", *QUIET, f"model={tiny_bert_path}", f"{key}={source}", "eval.tasks=[]",
+        "train.metric_for_best=null", "data.num_negatives=3",
+    )
+    assert code == 0, stderr
+    assert "6 rows -> 6 (anchor, positive, negative_1 … negative_3) rows; n = 3 (data.num_negatives)" in stdout
+    assert report(tmp_path / "three")["data"]["ntuples"]["too_few"] == 3
+
+
+def test_the_data_of_the_issue_is_read_and_a_list_holding_a_non_string_is_one_error_line(tmp_path, tiny_bert_path,
+                                                                                          capsys):  # fmt: skip
+    path = tmp_path / "retrieval.jsonl"
+    path.write_text(json.dumps(RETRIEVAL[0]) + "\n" + json.dumps({"query": "q", "pos": ["a", 7], "neg": []}) + "\n")
+    message = one_line_error(*train(
+        capsys, "mnrl", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+    )[::2])
+    assert message == f"error: {path}:2: key 'pos': item 2 is 7, not a string; a list-valued column holds texts"
+    path.write_text("".join(json.dumps(row) + "\n" for row in RETRIEVAL))
+    message = one_line_error(*train(
+        capsys, "simcse-unsup", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={path}",
+        "data.columns.text=pos",
+    )[::2])
+    assert "data.columns.text: the column 'pos'" in message and "holds lists" in message
+
+
+def test_a_loss_taking_one_negative_is_refused_on_n_tuples(tmp_path, tiny_bert_path, capsys):
+    source = write_retrieval(tmp_path, "jsonl")
+    message = one_line_error(*train(
+        capsys, "mnrl", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={source}", "eval.tasks=[]",
+        "method_args.loss=triplet",
+    )[::2])
+    assert "method_args.loss=triplet: TripletMargin takes one negative per anchor" in message
+    assert "--set data.num_negatives=1" in message
+    code, _, stderr = train(
+        capsys, "mnrl", tmp_path / "one", *QUIET, f"model={tiny_bert_path}", f"data.path={source}", "eval.tasks=[]",
+        "train.metric_for_best=null", "method_args.loss=triplet", "data.num_negatives=1",
+    )
+    assert code == 0, stderr
+
+
+def test_num_negatives_without_a_list_of_negatives_is_one_error_line(tmp_path, tiny_bert_path, capsys, data_root):
+    path = write_pairs(tmp_path, ".csv")
+    message = one_line_error(*train(
+        capsys, "mnrl", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+        "data.num_negatives=2",
+    )[::2])
+    assert f"data.num_negatives=2: {path} has no list-valued negative column" in message
+    message = one_line_error(*run([
+        "train", "mnrl", "--output", str(tmp_path / "o"), "--data-root", str(data_root),
+        "--set", "data.num_negatives=2", "--set", "eval.tasks=[]",
+    ], capsys)[::2])
+    assert "data.num_negatives applies to data.path or data.dataset" in message
+
+
+NLI = [
+    ("a dog runs in a park", "an animal is outside", "entailment"),
+    ("a dog runs in a park", "a cat sleeps on a sofa", "neutral"),
+    ("a dog runs in a park", "the dog is asleep", "contradiction"),
+    ("two men cook dinner", "people make food", "0"),
+    ("two men cook dinner", "the men are on a plane", "2"),
+    ("two men cook dinner", "the men are brothers", "1"),
+    ("a girl reads a book", "a child is reading", "entailment"),
+    ("a girl reads a book", "the girl plays football", "contradiction"),
+    ("a girl reads a book", "a girl reads a novel", "-"),
+]
+
+
+def write_nli(folder: Path) -> Path:
+    path = folder / "nli.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["premise", "hypothesis", "label"])
+        writer.writerows(NLI)
+    return path
+
+
+def test_simcse_sup_makes_nli_rows_simcses_triplets_and_says_so(tmp_path, tiny_bert_path, capsys):
+    path = write_nli(tmp_path)
+    output = tmp_path / "run"
+    code, stdout, stderr = train(
+        capsys, "simcse-sup", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+        "train.metric_for_best=null",
+    )
+    assert code == 0, stderr
+    assert (
+        f"data: {path}: NLI rows (premise, hypothesis, label) read as SimCSE's triplets (premise, entailment, "
+        "contradiction): 9 rows (3 entailment, 3 contradiction, 2 neutral dropped, 1 without a gold label dropped) "
+        "-> 3 triplets from 3 premises"
+    ) in stdout
+    data = report(output)["data"]
+    assert data["columns"] == ["premise", "hypothesis", "label"] and data["n_train"] == 3
+    assert data["nli"]["neutral"] == 2 and "unused_columns" not in data
+
+    from contrastext.runs.data import load_training_data
+    from tests.runs.recipe_runs import recipe_config
+
+    config = recipe_config("simcse-sup", tmp_path / "c", tiny_bert_path, f"data.path={path}")
+    examples = load_training_data(config, None, "nli-triplets", nli=True).examples
+    assert [example.texts for example in examples] == [
+        ("a dog runs in a park", "an animal is outside", "the dog is asleep"),
+        ("two men cook dinner", "people make food", "the men are on a plane"),
+        ("a girl reads a book", "a child is reading", "the girl plays football"),
+    ]
+
+
+def test_a_label_column_a_recipe_does_not_use_is_reported(tmp_path, tiny_bert_path, capsys, caplog):
+    path = write_nli(tmp_path)
+    with caplog.at_level("WARNING", logger="contrastext.runs"):
+        code, _, stderr = train(
+            capsys, "mnrl", tmp_path / "run", *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+            "train.metric_for_best=null",
+        )
+    assert code == 0, stderr
+    assert (
+        f"data: {path}: mnrl does not use the label column (it reads premise, hypothesis); its rows are all trained "
+        "on, whatever their label"
+    ) in caplog.messages
+    assert report(tmp_path / "run")["data"]["n_train"] == 9  # every row, as the line says
+
+    bad = tmp_path / "binary.csv"
+    bad.write_text("premise,hypothesis,label\na,b,entailment\na,c,not_entailment\n", encoding="utf-8")
+    message = one_line_error(*train(
+        capsys, "simcse-sup", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={bad}", "eval.tasks=[]",
+    )[::2])
+    assert message.startswith(f"error: {bad}:3: label 'not_entailment' is not an NLI label")
+
+
+def test_mnrl_trains_on_sentence_transformers_n_tuple_columns(tmp_path, tiny_bert_path, capsys):
+    path = tmp_path / "mined.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["query", "positive", "negative_1", "negative_2", "negative_3"])
+        writer.writerows((q, a, h, f"{h} again", f"not {a}") for q, a, h in PAIRS)
+    code, _, stderr = train(
+        capsys, "mnrl", tmp_path / "run", *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+        "train.metric_for_best=null",
+    )
+    assert code == 0, stderr
+    assert report(tmp_path / "run")["data"]["columns"] == ["query", "positive", "negative_1", "negative_2", "negative_3"]
+    message = one_line_error(*train(
+        capsys, "mnrl", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
+        "method_args.loss=dcl",
+    )[::2])
+    assert "columns 'negative_1, negative_2, negative_3'" in message

@@ -3,7 +3,7 @@ json / csv files, or a hub name.
 
 :func:`open_dataset_split` loads one split and returns a :class:`DatasetSplit`: its columns (the text ones are
 the string-typed features), the class names of its ``ClassLabel`` features, and its rows as ``(row, record)``
-pairs numbered from 1, read into Examples by :func:`contrastext.data.readers.table.read_records`. Errors name
+pairs numbered from 1 (list-of-strings features are its ``columns.lists``), read into Examples by :func:`contrastext.data.readers.table.read_records`. Errors name
 ``<dataset>[<split>]:<row>``, as file errors name ``path:line``.
 
 Nothing here needs the network for a local folder. A hub name that is not in the local cache cannot be read
@@ -86,7 +86,13 @@ def open_dataset_split(
         for name, feature in table.features.items()
         if isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")
     ]
-    columns = TableColumns(list(table.column_names), texts)
+    lists = [
+        name
+        for name, feature in table.features.items()
+        if isinstance(getattr(feature, "feature", None), datasets.Value)
+        and feature.feature.dtype in ("string", "large_string")
+    ]
+    columns = TableColumns(list(table.column_names), texts, lists)
     if table.num_rows == 0:
         raise EmptyDataError(f"{dataset}[{chosen}]: the split has no rows")
     return DatasetSplit(f"{dataset}[{chosen}]", short_name(dataset), chosen, columns, table, class_names)

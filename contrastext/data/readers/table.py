@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -47,11 +47,14 @@ FORMAT_BY_SUFFIX: dict[str, TableFormat] = {".csv": "csv", ".tsv": "tsv", ".json
 
 @dataclass(frozen=True)
 class TableColumns:
-    """The columns of a table in file order (``names``), and those that hold text (``texts``): every column
-    of a CSV / TSV, the keys of a JSONL file's first object whose value is a string."""
+    """The columns of a table in file order (``names``), those that hold text (``texts``): every column
+    of a CSV / TSV, the keys of a JSONL file's first object whose value is a string, and those that hold lists
+    (``lists``): the keys of a JSONL file's first object whose value is a list, a dataset's list-of-strings
+    features (``{"query": "...", "pos": [...], "neg": [...]}``: :mod:`contrastext.data.readers.ntuples`)."""
 
     names: list[str]
     texts: list[str]
+    lists: list[str] = field(default_factory=list)
 
 
 def read_table(
@@ -103,7 +106,11 @@ def table_columns(path: PathLike, file_format: TableFormat | None = None) -> Tab
         if first is None:
             raise DataFormatError(path, None, "the file is empty")
         record = first[1]
-        return TableColumns(list(record), [key for key, value in record.items() if isinstance(value, str)])
+        return TableColumns(
+            list(record),
+            [key for key, value in record.items() if isinstance(value, str)],
+            [key for key, value in record.items() if isinstance(value, list)],
+        )
     first_row = next(iter_csv_rows(path, delimiter="," if file_format == "csv" else "\t"), None)
     if first_row is None:
         raise DataFormatError(path, None, "the file is empty")
@@ -173,6 +180,12 @@ def _label_parser(label_type: str, label_names: Mapping[str, int] | None) -> Lab
     if label_type == "str":
         return parse_str_label
     raise ValueError(f"label_type must be 'int', 'float' or 'str', not {label_type!r}")
+
+
+def json_records(path: PathLike) -> Iterator[tuple[int, dict]]:
+    """The ``(line, object)`` pairs of a JSON Lines file, blank lines skipped; a bad line is a DataFormatError
+    naming ``path:line``."""
+    return _iter_json_objects(path)
 
 
 def _iter_json_objects(path: PathLike) -> Iterator[tuple[int, dict]]:
