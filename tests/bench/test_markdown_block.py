@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-SCRIPTS = ("objectives.py", "grad_cache_memory.py", "reclaim_overhead.py", "train_simcse.py", "encode.py")
+SCRIPTS = ("objectives.py", "grad_cache_memory.py", "reclaim_overhead.py", "train_simcse.py", "encode.py",
+           "no_duplicates_sampler.py")
 
 
 @pytest.fixture(scope="module")
