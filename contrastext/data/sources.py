@@ -27,7 +27,8 @@ The data shapes of retrieval users (docs/RETRIEVAL.md, "Data shapes"), for recip
   the negative column may hold lists; the rows become one example per positive with the negatives as n-tuple
   columns, n by ``num_negatives`` (:mod:`contrastext.data.readers.ntuples`);
 - NLI rows (premise, hypothesis, ``label``) for a recipe that asks for them (``read_texts(..., nli=True)``:
-  supervised SimCSE) become SimCSE's triplets (:mod:`contrastext.data.nli`);
+  supervised SimCSE) become SimCSE's triplets (:mod:`contrastext.data.nli`): two text columns and a ``label``
+  column by default, or ``columns.label``; text roles named without ``columns.label`` read the pairs as they are;
 - a column that is read by no role (a ``label`` or ``score`` column a recipe does not use, a text column left out
   by ``columns``) is named in :attr:`Layout.unused`, which the run reports in one line: nothing is dropped
   silently.
@@ -346,7 +347,7 @@ def column_layout(
                 "data.columns.score (numbers)"
             )
         layout = Layout(texts, roles.get(role, role), role)
-    elif nli_allowed and len(texts) == 2 and not lists and (target_role or "label" in names):
+    elif nli_allowed and len(texts) == 2 and not lists and (target_role or ("label" in names and not roles)):
         layout = Layout(texts, roles.get("label", "label"), "label", nli=True)
     elif target_role is not None:
         raise ConfigError(
@@ -469,7 +470,9 @@ def read_texts(spec: DataSpec, needs: Needs, who: str, nli: bool = False) -> Tex
             raise EmptyDataError(
                 f"{table.where}: no NLI triplet: no premise has both an entailment and a contradiction hypothesis "
                 f"({counts.entailment} entailment, {counts.contradiction} contradiction, {counts.neutral} neutral "
-                "rows; labels 0 / 1 / 2 read as entailment / neutral / contradiction)"
+                "rows; labels 0 / 1 / 2 read as entailment / neutral / contradiction); to train on the pairs as "
+                f"they are, name them with data.columns.text and data.columns.pair (the {layout.target} column is "
+                "then not read)"
             )
     else:
         examples = table.read(layout.texts, None, "str")

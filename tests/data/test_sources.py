@@ -303,3 +303,13 @@ def test_sentence_transformers_n_tuple_columns_are_read_as_they_are(tmp_path) ->
     other = write(tmp_path / "four.csv", "query,answer,negative_1,extra\nq,a,n1,x\n")
     with pytest.raises(ConfigError, match="has the text columns query, answer, negative_1, extra: name them"):
         read_texts(DataSpec(path=str(other)), "pairs", "mnrl")
+
+
+def test_nli_labels_that_make_no_triplet_are_an_error_with_the_way_out(tmp_path) -> None:
+    path = write(tmp_path / "dupes.csv", "q1,q2,label\na,b,0\nc,d,1\n")
+    with pytest.raises(EmptyDataError, match="no NLI triplet: .* name them with data.columns.text and "
+                                             "data.columns.pair .the label column is then not read"):  # fmt: skip
+        read_texts(DataSpec(path=str(path)), "pairs", "simcse-sup", nli=True)
+    data = read_texts(DataSpec(path=str(path), columns={"text": "q1", "pair": "q2"}), "pairs", "simcse-sup", nli=True)
+    assert [example.texts for example in data.examples] == [("a", "b"), ("c", "d")]
+    assert data.unused_targets and "simcse-sup does not use the label column" in data.unused_targets[0]
