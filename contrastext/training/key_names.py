@@ -63,6 +63,7 @@ HF_NAMES: dict[str, tuple[str, str]] = {
     "load_best_model_at_end": ("train.metric_for_best", "best/ holds the weights best by this metric"),
     "greater_is_better": ("train.greater_is_better", ""),
     "dataloader_drop_last": ("train.drop_last", ""),
+    "batch_sampler": ("data.batch_sampler", "batch_sampler or no_duplicates, in the data section"),
     "torch_compile": ("train.compile", ""),
     "disable_tqdm": ("train.progress_bar", "the opposite: false hides the bar"),
     "seed": ("seed", ""),

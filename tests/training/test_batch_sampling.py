@@ -50,6 +50,9 @@ def test_the_key_names_the_sampler_and_a_wrong_value_is_named(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"--set data\.batch_sampler .*data\.batch_sampler: .*no_duplicates"):
         load_config(RECIPES / "mnrl.yaml", ["data.batch_sampler=no_duplicate"])
+    # sentence-transformers' training argument, written in the train section: pointed to the data section
+    with pytest.raises(ConfigError, match=r"train\.batch_sampler: unknown key; did you mean data\.batch_sampler\?"):
+        load_config(RECIPES / "mnrl.yaml", ["train.batch_sampler=no_duplicates"])
 
 
 def test_the_sampler_follows_the_config(tmp_path):
