@@ -31,7 +31,9 @@ the row's most frequent text (its *key*), ordered by position, in a heap. A batc
 position order and sets aside a whole group at once when its key is already in the batch, where the walk over
 a linked list of the rows (sentence-transformers) visits every deferred row of every batch again: with one text
 in 10 % of 1M rows that is ~10⁹ visits. Then it walks the untouched rows in order. The rows taken, and their
-order, are the walk's (tested against sentence-transformers' sampler on the same rows and seed).
+order, are the walk's (tested against sentence-transformers' sampler on the same rows and seed). What is still
+visited one by one: a deferred row that collides on a text other than its key (rare: its key is its most frequent
+text), and every untouched row once.
 
 Example::
 
