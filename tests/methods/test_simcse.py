@@ -44,3 +44,17 @@ def test_examples_of_different_lengths_in_one_batch_are_refused(minilm_path):
     method = SimCSE(TextEncoder.load(minilm_path), InfoNCE(temperature=0.05), supervised=True, gather=False)
     with pytest.raises(DataFormatError, match=r"t.csv:3: .* all of one kind; got 3 texts after 4-text examples"):
         method.collate([Example(ROWS[0][:4], source="t.csv:2"), Example(ROWS[1][:3], source="t.csv:3")])
+
+
+def test_cached_gradient_chunks_of_n_tuples_give_the_batchs_loss(minilm_path):
+    """train.cache_chunk cuts an n-tuple batch into chunks holding every view of their rows: the loss from the
+    chunks' embeddings, concatenated per view, is the whole batch's."""
+    method = SimCSE(TextEncoder.load(minilm_path).eval(), InfoNCE(temperature=0.05), supervised=True, gather=False)
+    method.eval()
+    batch = method.collate([Example(row) for row in ROWS])
+    with torch.no_grad():
+        whole = method(batch)["infonce"]
+        chunks = [method.embed(chunk) for chunk in method.split_batch(batch, 2)]
+        views = [torch.cat([chunk[view] for chunk in chunks]) for view in range(len(ROWS[0]))]
+        chunked = method.loss_from_embeddings(views, batch)["infonce"]
+    torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-5)
