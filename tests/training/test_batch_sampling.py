@@ -14,7 +14,7 @@ from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSamp
 from contrastext.errors import ConfigError
 from contrastext.training.batch_sampling import check_batch_sampler, make_batch_sampler
 from contrastext.training.config import TrainConfig, load_config
-from contrastext.training.trainer import Trainer
+from contrastext.training.trainer import Trainer, check_resume_matches
 from tests.training._tiny_training import TinyMethod, build, sentences
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
@@ -98,3 +98,11 @@ def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, m
     expected = straight.state_dict()
     for name, value in resumed.state_dict().items():
         assert torch.equal(value, expected[name]), name
+
+
+def test_a_resume_with_another_batch_sampler_is_refused_naming_it(tmp_path, minilm_path, one_thread):
+    """The batches so far came from one sampler: continuing with the other would be half one run, half another."""
+    Trainer(build(minilm_path), with_duplicates(), config(tmp_path, max_steps=2)).train()
+    check_resume_matches(config(tmp_path, max_steps=4))  # the same sampler: accepted
+    with pytest.raises(ConfigError, match=r"data\.batch_sampler"):
+        check_resume_matches(config(tmp_path, "batch_sampler", max_steps=4))
