@@ -30,12 +30,17 @@ integer, a qrels file without its header (a qrels file is not an STS file: ``loo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contrastext.data.readers.lines import PathLike, iter_csv_rows, iter_lines, require_file, require_folder
+from contrastext.data.readers.lines import (
+    PathLike,
+    iter_csv_rows,
+    iter_json_objects,
+    require_file,
+    require_folder,
+)
 from contrastext.errors import DataFormatError, EmptyDataError, MissingDataError
 
 SUFFIXES: tuple[str, ...] = (".jsonl", ".tsv", ".csv")
@@ -141,16 +146,7 @@ def read_beir_files(
 def _records(path: Path) -> Iterator[tuple[int, dict]]:
     """``(line, {column: value})`` of a JSONL, CSV or TSV file (by suffix)."""
     if path.suffix == ".jsonl":
-        for line, text in iter_lines(path):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise DataFormatError(path, line, f"invalid JSON: {error.msg} at column {error.colno}") from None
-            if not isinstance(record, dict):
-                raise DataFormatError(path, line, f"expected a JSON object, found {type(record).__name__}")
-            yield line, record
+        yield from iter_json_objects(path)
         return
     rows = iter_csv_rows(path, delimiter="\t" if path.suffix == ".tsv" else ",")
     header: list[str] | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import json
 import logging
 import math
 import os
@@ -163,6 +164,24 @@ def iter_csv_rows(path: PathLike, delimiter: str = ",") -> Iterator[tuple[int, l
             raise DataFormatError(path, reader.line_num, f"bad CSV quoting: {error}") from None
         yield start, fields
         start = reader.line_num + 1
+
+
+def iter_json_objects(path: PathLike, array_hint: str | None = None) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each line of a JSON Lines file, blank lines skipped. A line that is not
+    JSON, or JSON but not an object, is a DataFormatError naming ``path:line``; ``array_hint`` is the message
+    instead when the bad line starts a JSON array (a whole ``.json`` file where one object a line was due)."""
+    for line, text in iter_lines(path):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            if array_hint is not None and text.lstrip().startswith("["):
+                raise DataFormatError(path, line, array_hint) from None
+            raise DataFormatError(path, line, f"invalid JSON: {error.msg} at column {error.colno}") from None
+        if not isinstance(record, dict):
+            raise DataFormatError(path, line, f"expected a JSON object, found {type(record).__name__}")
+        yield line, record
 
 
 def require_columns(path: PathLike, line: int, fields: list[str], names: list[str], allow_extra: bool = False) -> None:

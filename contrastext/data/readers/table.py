@@ -15,7 +15,6 @@ The same row logic serves any source of records (``read_records``: the rows of a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +27,11 @@ from contrastext.data.readers.lines import (
     OnBadLabel,
     PathLike,
     iter_csv_rows,
-    iter_lines,
+    iter_json_objects,
     log_skipped,
     parse_float,
     parse_int_label,
     parse_named_label,
-    require_file,
     require_text,
     source,
 )
@@ -43,6 +41,10 @@ from contrastext.errors import DataFormatError
 TableFormat = Literal["csv", "tsv", "jsonl"]
 LabelType = Literal["int", "float", "str"]
 FORMAT_BY_SUFFIX: dict[str, TableFormat] = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+JSON_ARRAY_HINT = (
+    "a JSON array: write one JSON object a line (JSON Lines), or read the file with data.dataset (Hugging Face "
+    "datasets)"
+)
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def read_table(
     file_format = file_format or _format_from_suffix(path)
     parse_label = _label_parser(label_type, label_names)
     if file_format == "jsonl":
-        return read_records(path, _iter_json_objects(path), text_columns, label_column, parse_label, on_bad_label)
+        return read_records(path, json_records(path), text_columns, label_column, parse_label, on_bad_label)
     delimiter = "," if file_format == "csv" else "\t"
     examples = read_columns(
         path,
@@ -102,7 +104,7 @@ def table_columns(path: PathLike, file_format: TableFormat | None = None) -> Tab
     An empty file (or one holding blank lines only) is a DataFormatError naming it."""
     file_format = file_format or _format_from_suffix(path)
     if file_format == "jsonl":
-        first = next(_iter_json_objects(path), None)
+        first = next(json_records(path), None)
         if first is None:
             raise DataFormatError(path, None, "the file is empty")
         record = first[1]
@@ -184,27 +186,8 @@ def _label_parser(label_type: str, label_names: Mapping[str, int] | None) -> Lab
 
 def json_records(path: PathLike) -> Iterator[tuple[int, dict]]:
     """The ``(line, object)`` pairs of a JSON Lines file, blank lines skipped; a bad line is a DataFormatError
-    naming ``path:line``."""
-    return _iter_json_objects(path)
-
-
-def _iter_json_objects(path: PathLike) -> Iterator[tuple[int, dict]]:
-    require_file(path)
-    for line, text in iter_lines(path):
-        if not text.strip():
-            continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as error:
-            if text.lstrip().startswith("["):
-                raise DataFormatError(
-                    path, line, "a JSON array: write one JSON object a line (JSON Lines), or read the file with "
-                    "data.dataset (Hugging Face datasets)"
-                ) from None
-            raise DataFormatError(path, line, f"invalid JSON: {error.msg} at column {error.colno}") from None
-        if not isinstance(record, dict):
-            raise DataFormatError(path, line, f"expected a JSON object, found {type(record).__name__}")
-        yield line, record
+    naming ``path:line`` (:func:`~contrastext.data.readers.lines.iter_json_objects`)."""
+    return iter_json_objects(path, array_hint=JSON_ARRAY_HINT)
 
 
 def _as_text(path: PathLike, line: int, value: object, column: str) -> str:
