@@ -360,14 +360,21 @@ def column_layout(
     return replace(layout, lists=lists, unused=tuple(column for column in names if column not in read))
 
 
+def named_text_roles(roles: Mapping[str, str]) -> tuple[list[str], str | None]:
+    """The text roles that ``roles`` names, in :data:`TEXT_ROLES` order, and the first one skipped before the last
+    of them (None when none is: text, pair and negative are named in that order). Training's ``data.columns`` and
+    an evaluation spec's ``[text=...,pair=...]`` both follow this rule."""
+    given = [role for role in TEXT_ROLES if role in roles]
+    skipped = next((role for role in TEXT_ROLES[: len(given)] if role not in roles), None)
+    return given, skipped
+
+
 def _text_columns(table: Table, roles: Mapping[str, str], needs: Needs, who: str, origin: str) -> tuple[str, ...]:
     lists = table.columns.lists
-    given = [role for role in TEXT_ROLES if role in roles]
+    given, skipped = named_text_roles(roles)
     if given:
-        expected = list(TEXT_ROLES[: len(given)])
-        if given != expected:
-            missing = next(role for role in TEXT_ROLES if role not in roles)
-            raise ConfigError(f"{origin}: data.columns.{given[-1]} needs data.columns.{missing} too")
+        if skipped is not None:
+            raise ConfigError(f"{origin}: data.columns.{given[-1]} needs data.columns.{skipped} too")
         texts = tuple(roles[role] for role in given)
         counts = {"sentences": (1,), "pairs": (2, 3), "labelled": (1, 2)}[needs]
         if len(texts) not in counts:

@@ -73,7 +73,7 @@ from typing import Any
 from contrastext.data.examples import Example
 from contrastext.data.readers import beir
 from contrastext.data.readers.table import FORMAT_BY_SUFFIX, read_table, table_columns
-from contrastext.data.sources import TARGET_ROLES, TEXT_ROLES
+from contrastext.data.sources import TARGET_ROLES, TEXT_ROLES, named_text_roles
 from contrastext.data.task_kinds import EVAL_FILE_KINDS
 from contrastext.data.tasks import Task, TaskData, load_task, parse_task_spec, task_names
 from contrastext.errors import (
@@ -393,12 +393,10 @@ def file_task(
 def _texts_of(text_columns: list[str], roles: dict[str, str], label_like: set[str], where: str) -> list[str]:
     """The text columns: the named text roles (text, pair, negative: in that order, none skipped), else every
     text column but the named ones and ``label`` / ``score``, in file order (training's ``data.columns`` rule)."""
-    given = [role for role in TEXT_ROLES if role in roles]
+    given, skipped = named_text_roles(roles)
     if given:
-        expected = list(TEXT_ROLES[: len(given)])
-        if given != expected:
-            missing = next(role for role in TEXT_ROLES if role not in roles)
-            raise ConfigError(f"{where}: [{given[-1]}=...] needs [{missing}=...] too")
+        if skipped is not None:
+            raise ConfigError(f"{where}: [{given[-1]}=...] needs [{skipped}=...] too")
         return [roles[role] for role in given]
     named = set(roles.values())
     return [name for name in text_columns if name not in label_like and name not in named]
