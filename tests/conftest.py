@@ -1,5 +1,5 @@
 """Shared fixtures: the benchmark data root, the bundled all-MiniLM-L6-v2 weights, tiny random BERTs
-with MiniLM's vocabulary, and a one-thread torch setting for modules of tiny tensors.
+with MiniLM's vocabulary (plain and as sentence-transformers folders), and a one-thread torch setting for modules of tiny tensors.
 
 Tests that need ../shared/data fail (never skip) with a message naming the expected path. Tests marked ``cuda``
 are skipped ("needs a CUDA GPU") where torch sees no CUDA device; ``pytest -m cuda`` runs only them.
@@ -85,6 +85,32 @@ def make_tiny_bert(tmp_path_factory, minilm_path) -> Callable[..., str]:
 
 
 @pytest.fixture(scope="session")
+def make_st_model(tmp_path_factory, minilm_path) -> Callable[..., str]:
+    """``make_st_model(num_layers=2, max_seq_length=128)``: the folder of a randomly initialised (seed 0) 32-wide
+    BERT with all-MiniLM-L6-v2's vocabulary saved as a sentence-transformers model: 2 heads, intermediate size 64,
+    mean pooling, Normalize. Each shape is built and saved once per session; tests only read the folder."""
+    from contrastext.models.encoder import TextEncoder
+
+    folders: dict[tuple[int, int], str] = {}
+
+    def build(num_layers: int = 2, max_seq_length: int = 128) -> str:
+        key = (num_layers, max_seq_length)
+        if key not in folders:
+            folder = tmp_path_factory.mktemp(f"st-tiny-{num_layers}-layers-{max_seq_length}")
+            shape = {"hidden_size": 32, "num_hidden_layers": num_layers, "num_attention_heads": 2,
+                     "intermediate_size": 64}  # fmt: skip
+            with torch.random.fork_rng():
+                torch.manual_seed(0)
+                TextEncoder.from_config(
+                    shape, minilm_path, pooling="mean", max_seq_length=max_seq_length, normalize=True
+                ).save(folder)
+            folders[key] = str(folder)
+        return folders[key]
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def tiny_bert_path(make_tiny_bert) -> str:
     """The 32-wide tiny BERT of ``make_tiny_bert``, shared by the end-to-end recipe tests."""
     return make_tiny_bert(hidden_size=32)
@@ -101,6 +127,16 @@ def single_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """One intra-op torch thread for a test, restored afterwards: float sums then repeat bitwise (resume tests
+    compare weights exactly). ``single_torch_thread`` is the module-wide form."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

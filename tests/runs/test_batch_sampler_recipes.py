@@ -53,13 +53,9 @@ def test_the_cli_names_the_key_on_one_line(capsys, tmp_path):
 
 
 @pytest.mark.usefixtures("single_torch_thread")
-def test_mnrl_trains_on_batches_without_repeated_anchors(tmp_path, capsys, minilm_path):
+def test_mnrl_trains_on_batches_without_repeated_anchors(tmp_path, capsys, make_st_model):
     """12 topics, each anchor in 3 rows: batches of 6 without duplicates exist; the run completes, records the key."""
-    from contrastext.models.encoder import TextEncoder
-
-    model = tmp_path / "model"
-    shape = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
-    TextEncoder.from_config(shape, minilm_path, pooling="mean", max_seq_length=32, normalize=True).save(model)
+    model = make_st_model(num_layers=1, max_seq_length=32)
     topics = ["cats", "pizza", "rome", "guitars", "rain", "trains", "coffee", "chess", "gardens", "rivers", "bikes", "tea"]
     rows = [f"what about {topic},text {k} on {topic}\n" for topic in topics for k in range(3)]
     data = tmp_path / "pairs.csv"

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
@@ -31,16 +30,9 @@ TRAIN_LENGTH = 16
 
 
 @pytest.fixture(scope="module")
-def st_model(tmp_path_factory, minilm_path) -> str:
+def st_model(make_st_model) -> str:
     """A tiny random BERT saved as a sentence-transformers folder: mean pooling, Normalize, max length 128."""
-    folder = tmp_path_factory.mktemp("st-tiny")
-    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        TextEncoder.from_config(shape, minilm_path, pooling="mean", max_seq_length=MODEL_LENGTH, normalize=True).save(
-            folder
-        )
-    return str(folder)
+    return make_st_model(num_layers=2, max_seq_length=MODEL_LENGTH)
 
 
 def triplets(tmp_path: Path) -> Path:

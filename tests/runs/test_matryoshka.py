@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from contrastext.models.encoder import TextEncoder
 from contrastext.objectives import InfoNCE
 from contrastext.objectives.matryoshka import Matryoshka
 from contrastext.runs.registry import get_recipe
@@ -27,14 +26,9 @@ TOPICS = ["cats", "pizza", "rome", "guitars", "rain", "trains", "coffee", "chess
 
 
 @pytest.fixture(scope="module")
-def st_model(tmp_path_factory, minilm_path) -> str:
-    """A tiny random BERT (width 32) saved as a sentence-transformers folder."""
-    folder = tmp_path_factory.mktemp("st-tiny-matryoshka")
-    shape = {"hidden_size": WIDTH, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        TextEncoder.from_config(shape, minilm_path, pooling="mean", max_seq_length=64, normalize=True).save(folder)
-    return str(folder)
+def st_model(make_st_model) -> str:
+    """A tiny random BERT (width 32, one layer) saved as a sentence-transformers folder."""
+    return make_st_model(num_layers=1, max_seq_length=64)
 
 
 def pairs(tmp_path: Path) -> Path:

@@ -26,16 +26,9 @@ MODEL_LENGTH = 128
 
 
 @pytest.fixture(scope="module")
-def st_model(tmp_path_factory, minilm_path) -> str:
+def st_model(make_st_model) -> str:
     """A tiny random BERT saved as a sentence-transformers folder: mean pooling, Normalize, max length 128."""
-    folder = tmp_path_factory.mktemp("st-tiny-mnrl")
-    shape = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        TextEncoder.from_config(shape, minilm_path, pooling="mean", max_seq_length=MODEL_LENGTH, normalize=True).save(
-            folder
-        )
-    return str(folder)
+    return make_st_model(num_layers=2, max_seq_length=MODEL_LENGTH)
 
 
 TOPICS = ["cats", "pizza", "rome", "guitars", "rain", "trains", "coffee", "chess", "gardens", "rivers", "bikes", "tea"]

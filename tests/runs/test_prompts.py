@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from contrastext.data.examples import Example
 from contrastext.errors import ConfigError
@@ -28,14 +27,9 @@ TEXTS = ["what about cats", "a long text on trains and rivers"]
 
 
 @pytest.fixture(scope="module")
-def st_model(tmp_path_factory, minilm_path) -> str:
-    """A tiny random BERT saved as a sentence-transformers folder (mean pooling, Normalize)."""
-    folder = tmp_path_factory.mktemp("st-tiny-prompts")
-    shape = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        TextEncoder.from_config(shape, minilm_path, pooling="mean", max_seq_length=64, normalize=True).save(folder)
-    return str(folder)
+def st_model(make_st_model) -> str:
+    """A tiny random BERT (one layer) saved as a sentence-transformers folder (mean pooling, Normalize)."""
+    return make_st_model(num_layers=1, max_seq_length=64)
 
 
 def pairs(tmp_path: Path) -> Path:
