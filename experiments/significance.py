@@ -199,9 +199,9 @@ def floor_reason(arm_means: Mapping[str, float], floor: Floor, metric: str) -> s
         if value is None or math.isnan(value):
             continue
         if "f1" in metric and floor.all_positive_f1 is not None and value < floor.all_positive_f1:
-            reasons.append(f"{arm} F1 {value:.1f} < all-positive F1 {floor.all_positive_f1:.1f}")
+            reasons.append(f"{arm} F1 {value:.1f} < all-positive {floor.all_positive_f1:.1f}")
         elif "f1" not in metric and floor.majority is not None and value < floor.majority + FLOOR_POINTS:
-            reasons.append(f"{arm} {value:.1f} within {FLOOR_POINTS:g} points of majority {floor.majority:.1f}")
+            reasons.append(f"{arm} {value:.1f} < majority {floor.majority:.1f} + {FLOOR_POINTS:g}")
     return "; ".join(reasons) or None
 
 

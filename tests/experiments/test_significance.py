@@ -113,9 +113,9 @@ def test_paired_uses_common_seeds_and_the_larger_p():
 
 def test_floor_reason_majority_and_all_positive_f1():
     floor = sig.Floor(majority=52.7, all_positive_f1=81.2)
-    assert sig.floor_reason({"a": 60.0, "b": 55.6}, floor, "accuracy") == "b 55.6 within 3 points of majority 52.7"
+    assert sig.floor_reason({"a": 60.0, "b": 55.6}, floor, "accuracy") == "b 55.6 < majority 52.7 + 3"
     assert sig.floor_reason({"a": 60.0}, floor, "accuracy") is None
-    assert "all-positive F1 81.2" in sig.floor_reason({"a": 71.0}, floor, "f1")
+    assert "< all-positive 81.2" in sig.floor_reason({"a": 71.0}, floor, "f1")
     assert sig.floor_reason({"a": 82.0}, floor, "f1") is None
 
 
