@@ -3,7 +3,8 @@
 Every experiment script writes its own section, ``docs/results/<name>.md``, from its run records
 (``docs/results/<name>.json``) and offers ``summary(store)``: the paper, its claim, our verdict and our
 numbers in one line each. This script reads them all (no training), writes docs/RESULTS.md (an introduction,
-the summary table, then each section in turn) and replaces the block between
+the section "The existing records under the new statistics" of experiments/rereport.py, the summary table,
+then each section in turn) and replaces the block between
 ``<!-- begin results summary -->`` / ``<!-- end results summary -->`` in README.md with the same table.
 
     python experiments/results_page.py
@@ -16,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
+import rereport  # noqa: E402
 
 # In the order of the issue (each a script experiments/<name>.py with report/summary).
 EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse")
@@ -39,6 +41,10 @@ scipy) of the mean paired difference to the baseline (paired by seed / draw). A 
 **reproduced** only if that interval excludes 0 in the paper's direction; otherwise **not reproduced at this
 scale**, with the numbers. Runs were made on a quiet machine (2 CPU cores, no GPU, nothing else running); the
 1-minute load average before and after each run is in its record and summarised under each table.
+
+**Issue 25** replaces that rule: declared primaries, t-intervals, exact permutation p values, Holm's correction
+and a floor check. The next section applies it to the same records; where its verdicts differ from the summary
+table's or the sections', it holds.
 """
 
 
@@ -69,7 +75,8 @@ def summary_table(results_dir: Path) -> str:
 
 
 def results_page(results_dir: Path) -> str:
-    parts = [INTRODUCTION, "## Summary\n", summary_table(results_dir).replace("docs/RESULTS.md#", "#")]
+    parts = [INTRODUCTION, rereport.section(results_dir), "## Summary\n",
+             summary_table(results_dir).replace("docs/RESULTS.md#", "#")]
     for name in EXPERIMENTS:
         section = results_dir / f"{name}.md"
         if section.exists():

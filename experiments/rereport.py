@@ -1,0 +1,434 @@
+"""The existing records (docs/results/*.json) under the statistics of issue 25 (experiments/significance.py).
+
+Reads the declared primaries (experiments/primaries.yaml) and every comparison the seven scripts report, and
+recomputes each from the paired values in the records: n, Δ, 95 % t-interval, t-test p, sign-flip permutation p;
+for the primaries also the Holm-adjusted p over the seven, the floor check and the verdict; for the others
+(exploratory) no verdict word. No run is made and no script is changed: the scripts' own readers of their arms
+(SCL's λ tuned per draw, SimCSE's "before", CAPT's task average) are used so that the pairs are the ones their
+pages report. ``section(results_dir)`` is the markdown that experiments/results_page.py puts into RESULTS.md.
+
+    python experiments/rereport.py            # print the section
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+import significance as sig  # noqa: E402
+
+PRIMARIES = Path(__file__).resolve().parent / "primaries.yaml"
+EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse")
+PRIMARY_KEYS = ("experiment", "claim", "treatment", "baseline", "metric", "direction", "test", "floors", "reason")
+TESTS = ("paired-t+permutation", "tost")
+# Exploratory "similar / match" claims and their TOST margins (metric units), declared with this module:
+# SimCSE pre-step and PCGrad "similar" (multitask dev mean ×100), margin losses "match" InfoNCE (gd_losses.MATCH_MARGIN).
+SIMILAR_MARGINS = {("multitask", "proportional-simcse", "mean"): 2.0, ("multitask", "proportional+pcgrad", "mean"): 2.0}
+
+Values = Callable[[str, str], dict[int, float]]
+FloorCheck = tuple[str, str, str, str]  # (setting, metrics key, task, "accuracy" | "f1")
+
+
+class ConfigError(ValueError):
+    """A primaries file that does not declare what the re-report needs."""
+
+
+@dataclass
+class Row:
+    """One recomputed comparison."""
+
+    experiment: str
+    label: str
+    metric: str
+    direction: int
+    stats: sig.Paired
+    floor: str | None
+    old: str
+    margin: float | None = None
+    tost: float | None = None
+    note: str = ""
+
+
+def load_primaries(path: Path = PRIMARIES) -> tuple[dict[str, sig.Floor], list[dict]]:
+    """The task floors and the primaries of ``path``, checked (one ConfigError naming the key)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    floors = {task: sig.Floor(**values) for task, values in (data.get("floors") or {}).items()}
+    primaries = data.get("primaries") or []
+    for index, primary in enumerate(primaries):
+        where = f"{path.name}: primaries[{index}]"
+        for key in PRIMARY_KEYS:
+            if key not in primary:
+                raise ConfigError(f"error: {where}.{key} is missing")
+        if primary["experiment"] not in EXPERIMENTS:
+            raise ConfigError(f"error: {where}.experiment {primary['experiment']!r} is none of {', '.join(EXPERIMENTS)}")
+        if primary["test"] not in TESTS:
+            raise ConfigError(f"error: {where}.test {primary['test']!r} is none of {', '.join(TESTS)}")
+        if primary["test"] == "tost" and not primary.get("margin"):
+            raise ConfigError(f"error: {where}.margin is needed by test: tost")
+        if primary["direction"] not in (1, -1):
+            raise ConfigError(f"error: {where}.direction must be 1 or -1")
+        for check in primary["floors"]:
+            if check.get("task") not in floors:
+                raise ConfigError(f"error: {where}.floors names task {check.get('task')!r}, not under floors:")
+    if len({p["experiment"] for p in primaries}) != len(primaries):
+        raise ConfigError(f"error: {path.name}: primaries: more than one for an experiment")
+    return floors, primaries
+
+
+def reader(name: str, module, store: harness.RecordStore) -> Values:
+    """``values(setting, key)`` as the script's own page reads its arms."""
+    if name == "scl_few_shot":
+        return module.values_reader(store)
+    if name == "scl_noise":
+        return module.fs.values_reader(store)
+    if name == "simcse":
+        return module.values_with_before(store)
+    if name == "capt":
+        return lambda setting, key: module.task_values(store, setting, key)
+    return store.values
+
+
+def old_verdict(comparison_low: float, comparison_high: float, direction: int, n: int) -> str:
+    """The issue-12 rule the pages use: the bootstrap interval excludes 0 in the paper's direction."""
+    if n < 2 or math.isnan(comparison_low):
+        return "not enough seeds"
+    if (comparison_low > 0) if direction > 0 else (comparison_high < 0):
+        return "reproduced"
+    if (comparison_high < 0) if direction > 0 else (comparison_low > 0):
+        return "not reproduced (interval against the paper)"
+    return "not reproduced"
+
+
+def floor_of(values: Values, checks: list[FloorCheck], floors: dict[str, sig.Floor]) -> str | None:
+    """The floor reasons of every (arm, metric, task) in ``checks`` (arm mean over its seeds)."""
+    reasons = []
+    for setting, key, task, kind in checks:
+        found = list(values(setting, key).values())
+        if found and task in floors:
+            reason = sig.floor_reason({setting: statistics.fmean(found)}, floors[task], kind)
+            if reason:
+                reasons.append(reason)
+    return "; ".join(dict.fromkeys(reasons)) or None
+
+
+def row_of(name: str, label: str, comparison: harness.Comparison, floor: str | None,
+           margin: float | None = None, note: str = "") -> Row:
+    """A :class:`Row` from a script's comparison (its paired values, its bootstrap interval for the old rule)."""
+    treatment = dict(zip(comparison.seeds, comparison.treatment_values, strict=True))
+    baseline = dict(zip(comparison.seeds, comparison.baseline_values, strict=True))
+    stats = sig.paired(treatment, baseline)
+    _, d = sig.paired_differences(treatment, baseline)
+    return Row(
+        experiment=name, label=label, metric=comparison.key, direction=comparison.direction, stats=stats,
+        floor=floor, old=old_verdict(comparison.low, comparison.high, comparison.direction, len(comparison.seeds)),
+        margin=margin, tost=sig.tost_p(d, margin) if margin else None, note=note,
+    )
+
+
+# ------------------------------------------------------------------------------------------- primaries
+
+
+def primary_rows(results_dir: Path, path: Path = PRIMARIES) -> list[tuple[dict, Row, float, str]]:
+    """Each primary with its row, its Holm-adjusted p (over all seven; an untestable one counts as p = 1) and
+    its verdict."""
+    floors, primaries = load_primaries(path)
+    found = []
+    for primary in primaries:
+        name = primary["experiment"]
+        store = harness.RecordStore(name, results_dir)
+        values = reader(name, harness.load_experiment(name), store)
+        comparison = harness.compare(store, primary["treatment"], primary["baseline"], primary["metric"],
+                                     primary["direction"], values=values)
+        checks = [(arm, c["metric"], c["task"], "f1" if "f1" in c["metric"] else "accuracy")
+                  for c in primary["floors"] for arm in (primary["treatment"], primary["baseline"])]
+        margin = primary.get("margin") if primary["test"] == "tost" else None
+        note = ""
+        if primary.get("unit"):
+            units = min(sum(r["setting"] == s for r in store.records) for s in primary["unit"].values())
+            if units < 2:
+                note = (f"{units} independent unit per arm ({', '.join(primary['unit'].values())}): the "
+                        f"{len(comparison.seeds)} fine-tuning seeds measure fine-tuning noise only, no test")
+        found.append((primary, row_of(name, f"{primary['treatment']} − {primary['baseline']}", comparison,
+                                      floor_of(values, checks, floors), margin, note)))
+    family = [_primary_p(row) for _, row in found]
+    adjusted = sig.holm([1.0 if math.isnan(p) else p for p in family])
+    results = []
+    for (primary, row), p in zip(found, adjusted, strict=True):
+        word = sig.verdict(p, row.stats.delta, row.direction, row.floor is not None, primary["test"] == "tost")
+        results.append((primary, row, p, word))
+    return results
+
+
+def _primary_p(row: Row) -> float:
+    if row.note:
+        return math.nan
+    return row.tost if row.tost is not None else row.stats.p
+
+
+# ----------------------------------------------------------------------------------------- exploratory
+# Each adapter returns (label, comparison, floor checks, TOST margin or None) for every comparison its script's
+# page reports; the primary is taken out afterwards.
+
+Item = tuple[str, harness.Comparison, list[FloorCheck], float | None]
+
+
+def _scl_checks(settings: list[str]) -> list[FloorCheck]:
+    return [(s, "test_accuracy", "sst2", "accuracy") for s in settings]
+
+
+def _scl_few_shot(m, store: harness.RecordStore) -> list[Item]:
+    items = []
+    for n, c in m.comparisons(store, m.SIZES).items():
+        items.append((f"N={n}: {c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None))
+    for n, by_lam in m.lam_comparisons(store, m.SIZES).items():
+        items += [(f"N={n}: {c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None)
+                  for c in by_lam.values()]
+    return items
+
+
+def _scl_noise(m, store: harness.RecordStore) -> list[Item]:
+    items = [(f"{c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None)
+             for c in m.comparisons(store, m.NOISE).values()]
+    for by_lam in m.lam_comparisons(store, m.NOISE).values():
+        items += [(f"{c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None)
+                  for c in by_lam.values()]
+    low, high = min(m.NOISE), max(m.NOISE)
+    growth = m.gap_growth(store, low, high)
+    checks = _scl_checks([m.setting_name(high, m.TUNED), m.setting_name(high, m.CE)])
+    items.append((f"gap growth {low}→{high} % flips (gap = tuned − CE)", growth, checks, None))
+    return items
+
+
+def _reclaim(m, store: harness.RecordStore) -> list[Item]:
+    args = m.build_parser().parse_args([])
+    found = [*m.table1_comparisons(store, args), *m.ablation_comparisons(store, args),
+             *m.semi_comparisons(store, args)]
+    items = []
+    for _, c in found:
+        task = c.treatment.split("/")[0]
+        kind = "f1" if task == "mrpc" else "accuracy"
+        items.append((f"{c.treatment} − {c.baseline}", c,
+                      [(c.treatment, "metric", task, kind), (c.baseline, "metric", task, kind)], None))
+    return items
+
+
+def _capt(m, store: harness.RecordStore) -> list[Item]:
+    items = []
+    for treatment, baseline, _claim, _where in m.COMPARISONS:
+        for task in [*m.TASKS, "avg"]:
+            c = m.comparison(store, treatment, baseline, task)
+            tasks = m.TASKS if task == "avg" else (task,)
+            checks = [(f"{arm}/{t}", m.METRIC, t, "accuracy") for t in tasks for arm in (treatment, baseline)]
+            items.append((f"{c.treatment} − {c.baseline}", c, checks, None))
+    return items
+
+
+def _gd_losses(m, store: harness.RecordStore) -> list[Item]:
+    items = []
+    for loss, part, c in m.dissipation_checks(store):
+        label = f"{loss} {part}: ln(end/start) < 0" if c.baseline == "1×" else f"{loss} − {c.baseline} {part}"
+        items.append((label, c, [], None))
+    for key in ("stsb_dev_spearman", "sickr_dev_spearman"):
+        items += [(f"{loss} − {m.BASELINE}", c, [], m.MATCH_MARGIN) for loss, c in m.sts_checks(store, key)]
+    return items
+
+
+def _multitask(m, store: harness.RecordStore) -> list[Item]:
+    direction = {(t, k): d for t, k, d, _ in m.VERDICTS}  # other metrics: the direction of the setting's mean
+    floors = {"sst_accuracy": [("sst_accuracy", "sst5")], "quora_accuracy": [("quora_accuracy", "quora")],
+              "mean": [("sst_accuracy", "sst5"), ("quora_accuracy", "quora")], "sts_pearson": []}
+    items = []
+    for (setting, key), c in m.all_comparisons(store).items():
+        c = copy.copy(c)  # the bootstrap interval does not depend on the direction
+        c.direction = direction.get((setting, key), direction.get((setting, "mean"), c.direction))
+        checks = [(arm, k, task, "accuracy") for k, task in floors.get(key, []) for arm in (setting, m.BASELINE)]
+        items.append((f"{setting} − {m.BASELINE}", c, checks, SIMILAR_MARGINS.get(("multitask", setting, key))))
+    return items
+
+
+def _simcse(m, store: harness.RecordStore) -> list[Item]:
+    items = []
+    for setting in m.TRAINED:
+        for key in (m.AVERAGE, "stsb_dev_spearman"):
+            c = m.after_vs_before(store, setting, key)
+            items.append((f"{setting} − {c.baseline}", c, [], None))
+    for pooling in m.POOLINGS:
+        c = m.sup_vs_unsup(store, pooling, m.AVERAGE)
+        items.append((f"{c.treatment} − {c.baseline}", c, [], None))
+    return items
+
+
+ADAPTERS = {"scl_few_shot": _scl_few_shot, "scl_noise": _scl_noise, "reclaim": _reclaim, "capt": _capt,
+            "gd_losses": _gd_losses, "multitask": _multitask, "simcse": _simcse}
+NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
+         "scl_noise": "", "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
+
+
+def exploratory_rows(results_dir: Path, primaries: list[dict]) -> list[Row]:
+    """Every comparison the scripts report except the declared primaries, recomputed (no verdict word)."""
+    floors, _ = load_primaries()
+    taken = {(p["experiment"], p["treatment"], p["baseline"], p["metric"]) for p in primaries}
+    rows = []
+    for name in EXPERIMENTS:
+        if not (results_dir / f"{name}.json").exists():
+            continue
+        module = harness.load_experiment(name)
+        store = harness.RecordStore(name, results_dir)
+        values = reader(name, module, store)
+        seen = set()
+        for label, c, checks, margin in ADAPTERS[name](module, store):
+            key = (name, c.treatment, c.baseline, c.key)
+            if key in taken or key in seen:
+                continue
+            seen.add(key)
+            rows.append(row_of(name, label, c, floor_of(values, checks, floors), margin, NOTES.get(name, "")))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- markdown
+
+TITLE = "## The existing records under the new statistics"
+
+RULES = """Issue 25 (item 2) re-reads every record already in `docs/results/*.json` under stricter statistics, with no
+new run (`experiments/rereport.py`, `experiments/significance.py`). For each comparison, the pairs are the ones its
+section uses (by seed or draw). For each pair it gives n, Δ = mean(treatment − baseline), a 95 % **t-interval**
+(Student t, n − 1 degrees of freedom), the paired **t-test** p and an **exact sign-flip permutation** p (all 2^n sign
+vectors; the smallest possible p is 2/2^n: 0.25 at n = 3, 0.0625 at n = 5, 0.002 at n = 10). So with the 3 or 5
+seeds these records have, no primary can reach p < 0.05 even before Holm. Only the SCL few-shot draws (n = 10) can.
+
+**One primary per paper**, declared in
+[`experiments/primaries.yaml`](../experiments/primaries.yaml) (metric, direction, test, floors, reason). These
+primaries were declared **after** the records were made, so for these records the choice is post hoc. Each is the
+headline claim its script already reported, and the yaml says why. They bind every rerun.
+
+How a primary gets its verdict:
+- Its p is the larger of the t-test and permutation p values: both tests must agree.
+- **Holm** adjusts that p across the seven primaries. An untestable primary counts as p = 1.
+- The verdict takes exactly one of four values:
+  - **no evidence (floor)** when an arm is less than 3 points above its task's majority accuracy, or its F1 is
+    below the all-positive F1;
+  - else **reproduced** if the Holm p < 0.05 with Δ in the paper's direction;
+  - **opposite** if the Holm p < 0.05 against the paper's direction;
+  - otherwise **inconclusive**.
+
+Every other comparison is **exploratory**. It shows its interval and p values, but no verdict word. The "similar"
+claims show a TOST p at the margin given in its row. The column "old rule" applies the issue-12 rule to the same
+pairs: a 95 % percentile-bootstrap interval that excludes 0 in the paper's direction. The sections below still use
+it.
+
+A two-level bootstrap (seeds × test items) is not given: the records keep each run's scores, not its per-item
+predictions, so it needs reruns that record them."""
+
+
+def _f(value: float | None, digits: int = 2, sign: bool = True) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:.1e}" if value < 0.001 else f"{value:.3f}"
+
+
+def _interval(row: Row) -> str:
+    return "–" if math.isnan(row.stats.low) else f"[{_f(row.stats.low)}, {_f(row.stats.high)}]"
+
+
+def _direction(direction: int) -> str:
+    return "Δ > 0" if direction > 0 else "Δ < 0"
+
+
+def primary_table(found: list[tuple[dict, Row, float, str]]) -> str:
+    headers = ["paper (experiment)", "comparison", "metric", "paper's direction", "n", "Δ", "95 % t-interval", "t p",
+               "permutation p", "Holm p", "floor check", "verdict", "old rule (bootstrap CI)"]
+    rows = []
+    for primary, row, p, word in found:
+        floor = row.floor or "off the floor"
+        if row.note:
+            floor += f"; {row.note}"
+        rows.append([primary["experiment"], f"`{row.label}`", row.metric, _direction(row.direction), row.stats.n,
+                     _f(row.stats.delta), _interval(row), _p(row.stats.t_p), _p(row.stats.permutation_p),
+                     _p(p), floor, f"**{word}**", row.old])
+    return harness.markdown_table(headers, rows)
+
+
+def exploratory_table(rows: list[Row]) -> str:
+    headers = ["experiment", "comparison", "metric", "paper's direction", "n", "Δ", "95 % t-interval", "t p",
+               "permutation p", "TOST p (margin)", "floor", "label", "old rule (bootstrap CI)"]
+    cells = []
+    for row in rows:
+        tost = f"{_p(row.tost)} (±{row.margin:g})" if row.margin else "–"
+        cells.append([row.experiment, f"`{row.label}`", row.metric, _direction(row.direction), row.stats.n,
+                      _f(row.stats.delta), _interval(row), _p(row.stats.t_p), _p(row.stats.permutation_p), tost,
+                      row.floor or "–", sig.EXPLORATORY, row.old])
+    return harness.markdown_table(headers, cells)
+
+
+def _carried(row: Row) -> bool:
+    """Whether the t-interval excludes 0 in the paper's direction, off the floor (what "reproduced" needed)."""
+    low, high = row.stats.low, row.stats.high
+    if math.isnan(low) or row.floor:
+        return False
+    return low > 0 if row.direction > 0 else high < 0
+
+
+# The old rule's words and the new verdict that says the same thing.
+SAME = {"reproduced": sig.REPRODUCED, "not reproduced": sig.INCONCLUSIVE,
+        "not reproduced (interval against the paper)": sig.OPPOSITE}
+
+
+def changes(found: list[tuple[dict, Row, float, str]], rows: list[Row]) -> str:
+    """The plain list of the verdicts that change."""
+    lines = ["Old verdicts that change:", ""]
+    for primary, row, _, word in found:
+        mark = "unchanged in effect" if SAME.get(row.old) == word else "**changes**"
+        lines.append(f"- {primary['experiment']} primary `{row.label}`: old rule *{row.old}* → **{word}** ({mark}).")
+    lines.append("")
+    old_yes = [r for r in rows if r.old == "reproduced"]
+    weakened = [r for r in old_yes if not _carried(r)]
+    against = [r for r in rows if r.old.startswith("not reproduced (interval")]
+    lines.append(
+        f"- Exploratory comparisons: {len(rows)} in all; none carries a verdict word now. The old rule called "
+        f"{len(old_yes)} of them reproduced. For {len(weakened)} of those, the t-interval does not exclude 0 in the "
+        "paper's direction, or an arm is on the floor:")
+    lines += [f"  - {r.experiment} `{r.label}` ({r.metric}): {_interval(r)}"
+              f"{'; floor: ' + r.floor if r.floor else ''}" for r in weakened]
+    if against:
+        lines.append(f"- {len(against)} had a bootstrap interval against the paper's direction (the pages say "
+                     "\"not reproduced\", or for CAPT \"the opposite holds\"). They are exploratory now, and have no "
+                     "\"opposite\" verdict:")
+        lines += [f"  - {r.experiment} `{r.label}` ({r.metric}): t-interval {_interval(r)}"
+                  f"{'; ' + r.note if r.note else ''}" for r in against]
+    lines.append("")
+    lines.append("The verdict words in the summary table and in the sections below still follow the old rule "
+                 "until the scripts are refactored (issue 25, item 1). Where they differ from this section, this "
+                 "section holds.")
+    return "\n".join(lines) + "\n"
+
+
+def section(results_dir: Path, path: Path = PRIMARIES) -> str:
+    """The markdown section for RESULTS.md."""
+    found = primary_rows(results_dir, path)
+    rows = exploratory_rows(results_dir, [primary for primary, *_ in found])
+    reasons = "\n".join(f"- **{p['experiment']}**: {p['claim']}. Why this comparison: {p['reason']}."
+                        for p, *_ in found)
+    return "\n".join([
+        TITLE, "", RULES, "", "### Primary comparisons (one per paper, Holm over the seven)", "",
+        primary_table(found), reasons, "", "### What changes", "", changes(found, rows),
+        "### Exploratory comparisons (intervals only, no verdict)", "", exploratory_table(rows),
+    ])
+
+
+if __name__ == "__main__":
+    print(section(harness.RESULTS_DIR))

@@ -1,0 +1,80 @@
+"""experiments/rereport.py: the committed records under the declared primaries and the new statistics."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.experiments._scripts import harness, load_experiment
+
+rereport = load_experiment("rereport")
+
+
+@pytest.fixture(scope="module")
+def primaries():
+    return {primary["experiment"]: (row, p, word) for primary, row, p, word in rereport.primary_rows(harness.RESULTS_DIR)}
+
+
+def test_one_declared_primary_per_experiment():
+    floors, declared = rereport.load_primaries()
+    assert sorted(p["experiment"] for p in declared) == sorted(rereport.EXPERIMENTS)
+    assert {"sst2", "mrpc", "rte", "sst5", "quora"} <= set(floors)
+    assert floors["mrpc"].all_positive_f1 == pytest.approx(81.2) and floors["rte"].majority == pytest.approx(52.7)
+
+
+def test_scl_n20_is_the_reviews_figures_and_no_longer_reproduced(primaries):
+    row, p, word = primaries["scl_few_shot"]
+    assert row.stats.n == 10 and row.stats.delta == pytest.approx(1.65, abs=0.005)
+    assert (row.stats.low, row.stats.high) == pytest.approx((-0.02, 3.32), abs=0.005)
+    assert row.stats.t_p == pytest.approx(0.052, abs=0.0005)
+    assert row.old == "reproduced" and word == "inconclusive" and p > 0.05
+
+
+def test_floor_and_unit_rules_on_the_records(primaries):
+    row, _, word = primaries["multitask"]
+    assert word == "no evidence (floor)" and "sequential" in row.floor and "62.5" in row.floor
+    row, p, word = primaries["capt"]
+    assert "1 independent unit" in row.note and word == "inconclusive" and p == 1.0
+
+
+def test_holm_over_seven_and_only_four_verdict_words(primaries):
+    assert len(primaries) == 7
+    assert all(word in ("reproduced", "opposite", "inconclusive", "no evidence (floor)")
+               for _, _, word in primaries.values())
+    smallest = min(row.stats.p for row, _, _ in primaries.values() if not row.note)
+    assert min(p for _, p, _ in primaries.values()) == pytest.approx(min(1.0, 7 * smallest))
+
+
+def test_exploratory_rows_leave_out_the_primaries_and_flag_floors():
+    _, declared = rereport.load_primaries()
+    rows = rereport.exploratory_rows(harness.RESULTS_DIR, declared)
+    labels = {(r.experiment, r.label, r.metric) for r in rows}
+    assert ("scl_few_shot", "N=20: n20/ce+scl@tuned − n20/ce", "test_accuracy") not in labels
+    rte = next(r for r in rows if r.experiment == "reclaim" and r.label.startswith("rte/"))
+    assert rte.floor and "52.7" in rte.floor
+    mrpc = next(r for r in rows if r.experiment == "reclaim" and r.label.startswith("mrpc/"))
+    assert "all-positive 81.2" in mrpc.floor
+    similar = [r for r in rows if r.margin]
+    assert similar and all(r.tost is not None and 0 <= r.tost <= 1 for r in similar)
+    assert all(not math.isnan(r.stats.delta) for r in rows)
+
+
+def test_the_section_says_which_verdicts_change():
+    text = rereport.section(harness.RESULTS_DIR)
+    assert text.startswith(rereport.TITLE)
+    assert "scl_few_shot primary" in text and "(**changes**)" in text
+    assert "### Exploratory comparisons" in text and "| exploratory |" in text
+
+
+def test_a_primaries_file_missing_a_key_is_one_error_naming_it(tmp_path):
+    path = tmp_path / "primaries.yaml"
+    path.write_text("floors: {sst2: {majority: 50.9}}\nprimaries:\n  - experiment: simcse\n    claim: x\n",
+                    encoding="utf-8")
+    with pytest.raises(rereport.ConfigError, match=r"error: primaries.yaml: primaries\[0\].treatment is missing"):
+        rereport.load_primaries(path)
+    path.write_text(
+        "floors: {}\nprimaries:\n  - {experiment: simcse, claim: x, treatment: a, baseline: b, metric: m,\n"
+        "     direction: 1, test: tost, floors: [], reason: r}\n", encoding="utf-8")
+    with pytest.raises(rereport.ConfigError, match=r"margin is needed by test: tost"):
+        rereport.load_primaries(path)
