@@ -1,6 +1,6 @@
 """``docs/CONFIG.md``, generated from the pydantic models: every recipe key with its type, default and description.
 
-The sections of :class:`~contrastext.training.config.TrainConfig` (top level, ``train``, ``data``, ``eval``)
+The sections of :class:`~contrastext.training.config.TrainConfig` (top level, ``train``, ``data``, ``eval``, ``negatives``)
 and, for every recipe of the recipe registry, its ``method_args`` model (``contrastext/runs/``).
 Nested models (a field typed by another pydantic model) get a table of their own.
 
@@ -161,16 +161,23 @@ def first_paragraph(item: Any) -> str:
 def render() -> str:
     """The text of docs/CONFIG.md."""
     from contrastext.runs.registry import get_recipe, recipe_names
-    from contrastext.training.config import DataSection, EvalSection, TrainConfig, TrainSection
+    from contrastext.training.config import (
+        DataSection,
+        EvalSection,
+        NegativesSection,
+        TrainConfig,
+        TrainSection,
+    )
     from contrastext.training.resume_check import SAFE_RESUME_KEYS
 
     safe = ", ".join(f"`{key}`" for key in sorted(SAFE_RESUME_KEYS))
     parts = [INTRODUCTION.replace("{safe_keys}", safe)]
     sections = [
-        ("Top level", TrainConfig, "", ("train", "data", "eval", "method_args")),
+        ("Top level", TrainConfig, "", ("train", "data", "eval", "negatives", "method_args")),
         ("`train`", TrainSection, "train.", ()),
         ("`data`", DataSection, "data.", ()),
         ("`eval`", EvalSection, "eval.", ()),
+        ("`negatives`", NegativesSection, "negatives.", ()),
     ]
     for title, model, prefix, skip in sections:
         parts += [f"## {title}", "", first_paragraph(model), "", *model_table(model, prefix, skip), ""]

@@ -34,6 +34,17 @@ cuts the batch into chunks of N examples, each with all its views (the unsupervi
 encodes a chunk and :meth:`SimCSE.loss_from_embeddings` computes the loss (gathered across processes) of the
 whole batch's embeddings. ``forward`` is exactly ``loss_from_embeddings(embed(batch), batch)``.
 
+Online hard negatives (``negatives: {source: bank}``, :mod:`contrastext.negatives.online`): with ``negatives`` (an
+:class:`~contrastext.negatives.online.OnlineNegatives`) each anchor also gets its ``k`` nearest bank rows as
+candidates, constant vectors (detached: no gradient reaches the bank), after the in-batch ones:
+
+    ℓ_i = −log  exp(s(a_i, p_i)/τ) / [Σ_j (exp(s(a_i, p_j)/τ) + exp(s(a_i, n_j)/τ + w·[j = i])) + Σ_m v_im·exp(s(a_i, b_im)/τ)]
+
+(b_im the m-th bank row chosen for anchor i, v_im ∈ {0, 1} whether the slot holds one). InfoNCE only
+(:func:`infonce_with_bank`); the rows are addressed by ``IndexedExample.index`` (``batch["indices"]``), and after
+each step the bank takes the step's fresh positive and negative embeddings of every process (momentum refresh) or
+is encoded again (re-encode refresh). Without ``negatives`` nothing of this runs.
+
 Any objective of :mod:`contrastext.objectives` that takes the batch plugs in: ``loss(anchors, positives)``
 for pairs and dropout twins (its ``pair``), ``loss(anchors, positives, negatives)`` for triplets (its
 ``takes_negatives``); the recipes build them by name with :func:`contrastext.objectives.make_objective` and
@@ -60,9 +71,14 @@ from torch import Tensor
 from contrastext.data.collate import encoder_inputs, tokenize
 from contrastext.data.examples import Example
 from contrastext.errors import DataFormatError
-from contrastext.negatives.distributed import all_gather_with_grad
+from contrastext.negatives.distributed import all_gather_rows, all_gather_with_grad
+from contrastext.negatives.online import OnlineNegatives
+from contrastext.objectives.checks import upcast
+from contrastext.objectives.infonce import InfoNCE
 from contrastext.objectives.matryoshka import Matryoshka
-from contrastext.runtime.processes import is_distributed
+from contrastext.objectives.similarity import pairwise_similarity
+from contrastext.objectives.temperature import temperature_value
+from contrastext.runtime.processes import is_distributed, is_main_process
 from contrastext.training.grad_cache import split_view_major
 from contrastext.training.method import Method
 
@@ -84,6 +100,7 @@ class SimCSE(Method):
         supervised: bool,
         gather: bool = True,
         part_name: str = "infonce",
+        negatives: OnlineNegatives | None = None,
     ):
         super().__init__()
         self.encoder = encoder
@@ -94,6 +111,11 @@ class SimCSE(Method):
         self.loss_weights = {part_name: 1.0}
         if isinstance(loss, Matryoshka):
             self.loss_weights = {f"{part_name}_{dim}": weight for dim, weight in zip(loss.dims, loss.weights, strict=True)}
+        if negatives is not None:
+            if not (supervised and isinstance(loss, InfoNCE)):
+                raise ValueError("SimCSE's bank negatives need supervised rows and the InfoNCE objective")
+            self.negatives = negatives  # a submodule only when given: the state of a run without is unchanged
+            self._pending: list[tuple[Tensor, list[Tensor]]] = []
 
     def collate(self, examples: list[Example]) -> dict:
         if not examples:
@@ -119,6 +141,11 @@ class SimCSE(Method):
             )
             batch = {name: torch.cat([tensor, tensor], dim=0) for name, tensor in once.items()}
         batch["views"] = views
+        if getattr(self, "negatives", None) is not None:
+            indices = [getattr(example, "index", -1) for example in examples]
+            if min(indices) < 0:
+                raise ValueError("SimCSE with bank negatives trains on IndexedExample rows (the bank is addressed by row)")
+            batch["indices"] = torch.tensor(indices, dtype=torch.long)
         return batch
 
     supports_cached_gradients = True
@@ -141,11 +168,24 @@ class SimCSE(Method):
     def loss_from_embeddings(self, views: Sequence[Tensor], batch: dict) -> dict[str, Tensor]:
         """The loss part from the views' embeddings, gathered across processes with ``gather``."""
         views = list(views)
-        if self.gather and is_distributed():
+        local = views
+        gathered = self.gather and is_distributed()
+        if gathered:
             views = [all_gather_with_grad(view) for view in views]
         anchors, positives, *negatives = views
+        stacked = None
         if negatives:  # m blocks of B rows, stacked as sentence-transformers stacks its negative columns
             stacked = negatives[0] if len(negatives) == 1 else torch.cat(negatives, dim=0)
+        online = getattr(self, "negatives", None)
+        if online is not None:
+            indices = batch["indices"]
+            if self.training:  # the bank's update after the step: this process's rows (gathered there)
+                self._pending.append((indices.detach(), [view.detach() for view in local[1:]]))
+            if gathered:
+                indices = all_gather_rows(indices)
+            vectors, valid = online.candidates(anchors, positives, indices)
+            return {self.part_name: infonce_with_bank(self.loss, anchors, positives, stacked, vectors, valid)}
+        if stacked is not None:
             return self.loss_parts(anchors, positives, stacked)
         return self.loss_parts(anchors, positives)
 
@@ -158,3 +198,78 @@ class SimCSE(Method):
 
     def forward(self, batch: dict) -> dict[str, Tensor]:
         return self.loss_from_embeddings(self.embed(batch), batch)
+
+    def on_train_start(self, total_steps: int) -> None:
+        """The base's, then the bank filled by encoding every text, unless it was (a resumed run's bank)."""
+        super().on_train_start(total_steps)
+        online = getattr(self, "negatives", None)
+        if online is not None and not bool(online.filled):
+            seconds = online.fill(self.encode_texts)
+            if is_main_process():
+                print(f"negatives: bank of {len(online.bank)} texts encoded in {seconds:.1f} s", flush=True)
+
+    @torch.no_grad()
+    def after_step(self) -> None:
+        """With bank negatives: the momentum update with every process's rows of the step (gathered, so the banks
+        stay identical on every rank), then the re-encoding when one is due (its time printed, amortised)."""
+        online = getattr(self, "negatives", None)
+        if online is None:
+            return
+        for indices, columns in self._pending:
+            online.update(all_gather_rows(indices), [all_gather_rows(column) for column in columns])
+        self._pending.clear()
+        seconds = online.after_step(self.encode_texts)
+        if seconds is not None and is_main_process():
+            print(f"negatives: bank re-encoded at step {int(online.steps)} in {seconds:.1f} s "
+                  f"({seconds / online.reencode_every:.3f} s a step over {online.reencode_every} steps)", flush=True)
+
+    @torch.no_grad()
+    def encode_texts(self, texts: list[str]) -> Tensor:
+        """Embeddings of ``texts`` in the space the loss sees (the training projection included), tokenised as
+        training batches, with no dropout (eval mode; the training mode restored after)."""
+        was_training = self.encoder.training
+        self.encoder.eval()
+        try:
+            batch = tokenize(self.encoder.tokenizer, texts, self.encoder.train_max_length, special_tokens_mask=False)
+            device = next(self.encoder.parameters()).device
+            output = self.encoder(**{name: tensor.to(device) for name, tensor in encoder_inputs(batch).items()})
+            return (output.projected if output.projected is not None else output.embedding).float()
+        finally:
+            self.encoder.train(was_training)
+
+
+def infonce_with_bank(loss: InfoNCE, anchors: Tensor, positives: Tensor, negatives: Tensor | None, bank: Tensor,
+                      valid: Tensor) -> Tensor:  # fmt: skip
+    """``loss(anchors, positives, negatives)`` with each anchor's own extra candidates ``bank`` (B, k, d), constant,
+    in the softmax where ``valid`` (B, k): the InfoNCE equation of :mod:`contrastext.objectives.infonce` (its
+    temperature, similarity, hard-negative weight, duplicate masking; the backward direction of ``symmetric`` has
+    no bank candidates, as it has no hard negatives) with the k columns ``s(a_i, b_im)/τ`` added to row i."""
+
+    def compute(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None,
+                positive_ids: Tensor | None = None) -> Tensor:  # fmt: skip
+        tau = temperature_value(loss.temperature)
+        candidates = positives if negatives is None else torch.cat([positives, negatives], dim=0)
+        logits = pairwise_similarity(anchors, candidates, loss.similarity) / tau
+        bias = loss._hard_negative_bias(logits)
+        if bias is not None:
+            logits = logits + bias
+        mask = loss._duplicate_mask(positives, candidates, positive_ids)
+        if mask is not None:
+            logits = logits.masked_fill(mask, float("-inf"))
+        extra = upcast(bank.detach()).to(anchors.dtype)
+        queries = anchors
+        if loss.similarity == "cos":
+            queries, extra = torch.nn.functional.normalize(anchors, dim=-1), torch.nn.functional.normalize(extra, dim=-1)
+        extra_logits = torch.einsum("bd,bkd->bk", queries, extra) / tau
+        extra_logits = extra_logits.masked_fill(~valid.to(extra_logits.device), float("-inf"))
+        targets = torch.arange(anchors.shape[0], device=anchors.device)
+        result = torch.nn.functional.cross_entropy(torch.cat([logits, extra_logits], dim=1), targets)
+        if not loss.symmetric:
+            return result
+        backward_logits = pairwise_similarity(positives, anchors, loss.similarity) / tau
+        backward_mask = loss._duplicate_mask(anchors, anchors, positive_ids)
+        if backward_mask is not None:
+            backward_logits = backward_logits.masked_fill(backward_mask, float("-inf"))
+        return (result + torch.nn.functional.cross_entropy(backward_logits, targets)) / 2
+
+    return loss.checked(compute, anchors, positives, negatives)

@@ -12,6 +12,8 @@ forward pass) with InfoNCE; the arguments are :class:`MNRLArgs`. Unlike the SimC
 model changes: its pooling, Dense layers, normalisation and ``max_seq_length`` are kept (no [CLS] switch, no MLP;
 see :func:`contrastext.runs.encoders.build_encoder`); ``data.max_length`` truncates the training batches only.
 Without a data source in the recipe or on the command line it trains on the registry's NLI triplets.
+``negatives.source: bank`` adds k online hard negatives per anchor from a kept bank of the training texts
+(:mod:`contrastext.runs.bank_negatives`; docs/methods/mnrl.md, "Online hard negatives").
 
 Example::
 
@@ -19,6 +21,7 @@ Example::
     >>> summary = run_recipe(config)
 
     contrastext train mnrl --set data.path=pairs.csv --set model=bundled:all-MiniLM-L6-v2
+    contrastext train mnrl --set data.path=pairs.csv --set negatives.source=bank negatives.k=8
 """
 
 from __future__ import annotations
@@ -83,4 +86,4 @@ PROTOCOL = Protocol(
 )
 
 SPEC = RunSpec(name="mnrl", args_model=MNRLArgs, build=build, plan=plan, protocol=PROTOCOL, in_batch_negatives=True,
-                takes_prompts=True)
+                takes_prompts=True, takes_negatives=True)

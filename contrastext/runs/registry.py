@@ -65,6 +65,7 @@ class RunSpec:
     in_batch_negatives: bool = False  # its loss takes the batch's other rows as negatives: data.batch_sampler may
     # be no_duplicates (a repeated text would be a false negative); refused for the others (check_batch_sampler_fits)
     takes_prompts: bool = False  # reads data.prompts (runs/prompts.py); the other recipes refuse it (check_prompts_taken)
+    takes_negatives: bool = False  # reads the negatives: section (runs/bank_negatives.py); else check_negatives_taken
 
 
 RECIPES: Registry[RunSpec] = Registry(
@@ -107,6 +108,17 @@ def check_prompts_taken(spec: RunSpec, config: TrainConfig) -> None:
     raise ConfigError(
         f"{config.source or '<config>'}: data.prompts: {spec.name} does not read prompts; the recipes that do: "
         f"{', '.join(takers)}"
+    )
+
+
+def check_negatives_taken(spec: RunSpec, config: TrainConfig) -> None:
+    """A ConfigError naming ``negatives.source`` when it asks for a bank and the recipe does not take one."""
+    if config.negatives.source == "none" or spec.takes_negatives:
+        return
+    takers = [name for name in recipe_names() if get_recipe(name).takes_negatives]
+    raise ConfigError(
+        f"{key_origin(config, 'negatives.source')}: negatives.source={config.negatives.source}: {spec.name} takes no "
+        f"bank negatives; the recipes that do: {', '.join(takers)}"
     )
 
 
@@ -180,6 +192,7 @@ def run_recipe(
     config, preset = resolve_preset(spec, config)
     args = parse_method_args(spec, config)
     check_prompts_taken(spec, config)
+    check_negatives_taken(spec, config)
     check_batch_sampler_fits(spec, config)
     if resume and resume_from is not None:
         raise ConfigError(f"--resume and {RESUME_FROM} together: --resume continues the run in its own output "

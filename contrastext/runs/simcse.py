@@ -46,6 +46,7 @@ from contrastext.objectives.registry import (
     objectives_taking,
     takes_shape,
 )
+from contrastext.runs.bank_negatives import check_bank_negatives, with_bank_negatives
 from contrastext.runs.data import TrainingData, load_training_data
 from contrastext.runs.encoders import build_encoder
 from contrastext.runs.evaluation import sentence_evaluator
@@ -368,12 +369,24 @@ def build_simcse(
     objective = objective if objective is not None else make_pair_objective(args)
     check_objective_fits(config, args.loss, objective, data, supervised)  # before the model loads
     check_batch_has_negatives(config, args.loss, objective, batch_shape(data, supervised), args.gather, supervised)
+    layout = check_bank_negatives(config, args.loss, objective, examples, supervised)  # negatives.source: bank
     evaluator = sentence_evaluator(config, data_root, extras=extras(examples) if callable(extras) else extras)
     encoder = sentence_encoder(config, args)
     check_matryoshka_dims(config, objective, encoder)
     apply_model_prompts(config, encoder)  # saved with the model, as the training applied them
-    method = SimCSE(encoder, objective, supervised=supervised, gather=args.gather, part_name=args.loss)
-    return MethodBundle(method, examples, evaluator, final_report=lambda _m: {"data": data.description})
+    online = None
+    if layout is not None:
+        examples, online = with_bank_negatives(config, layout, examples, encoder, training_width(encoder))
+    method = SimCSE(encoder, objective, supervised=supervised, gather=args.gather, part_name=args.loss,
+                    negatives=online)
+    return MethodBundle(method, examples, evaluator, final_report=lambda m: final_report(m, data.description))
+
+
+def final_report(method: SimCSE, description: dict) -> dict:
+    """The summary's ``data`` description, and with bank negatives the bank's size and encoding time
+    (:meth:`~contrastext.negatives.online.OnlineNegatives.report`)."""
+    online = getattr(method, "negatives", None)
+    return {"data": description} if online is None else {"data": description, "negatives": online.report()}
 
 
 def build_unsup(config: TrainConfig, args: SimCSEUnsupArgs, data_root: Path | None) -> MethodBundle:
@@ -423,4 +436,4 @@ SUP_PROTOCOL = Protocol(
 UNSUP_SPEC = RunSpec(name="simcse-unsup", args_model=SimCSEUnsupArgs, build=build_unsup, protocol=UNSUP_PROTOCOL,
                      in_batch_negatives=True, takes_prompts=True)
 SUP_SPEC = RunSpec(name="simcse-sup", args_model=SimCSESupArgs, build=build_sup, protocol=SUP_PROTOCOL,
-                   in_batch_negatives=True, takes_prompts=True)
+                   in_batch_negatives=True, takes_prompts=True, takes_negatives=True)

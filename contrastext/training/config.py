@@ -374,6 +374,53 @@ class DataSection(Section):
     )
 
 
+class NegativesSection(Section):
+    """Online hard negatives from a kept bank (`mnrl`, `simcse-sup`; docs/methods/mnrl.md, "Online hard
+    negatives"): with `source: bank`, every step appends to each anchor's in-batch candidates the `k` texts of a
+    memory bank nearest to it, the bank holding one embedding per distinct text of the training rows' positive and
+    negative columns (and of `corpus`), 4·dim bytes a row (1,536 at 384 dims). `source: none` (default): in-batch
+    and in-row negatives only, as before."""
+
+    source: Literal["none", "bank"] = Field(
+        default="none",
+        description="none: no bank; bank: k hard negatives per anchor from the bank (recipes mnrl and simcse-sup)",
+    )
+    k: int = Field(default=8, gt=0, description="bank negatives appended to each anchor's candidates")
+    refresh: Literal["momentum", "reencode"] = Field(
+        default="momentum",
+        description="how the bank follows the encoder: momentum (RECLAIM's Eq. 7 on the rows of each step's "
+        "batch, with their fresh embeddings) or reencode (every text encoded again every reencode_every steps; "
+        "its time, amortised per step, is printed and in the run's summary)",
+    )
+    momentum: float = Field(
+        default=0.5, ge=0, lt=1,
+        description="ρ of the momentum refresh, row ← (1 − ρ)·fresh + ρ·row (RECLAIM's default, as reclaim's "
+        "method_args.momentum)",
+    )
+    reencode_every: int = Field(default=1000, gt=0, description="refresh: reencode: optimiser steps between two "
+                                "full encodings of the bank")
+    search: str = Field(
+        default="exact",
+        description="the nearest-neighbour search over the bank, a registered search name: exact, faiss, ivf (a "
+        "faiss IVF index kept across steps and updated in place; approximate, and rebuilt on a resume)",
+    )
+    absolute_margin: float | None = Field(
+        default=None,
+        description="sentence-transformers' mine_hard_negatives meaning: a candidate is dropped when its similarity "
+        "to the anchor + absolute_margin exceeds the similarity of the anchor and its positive; null: off",
+    )
+    relative_margin: float | None = Field(
+        default=None, ge=0, lt=1,
+        description="sentence-transformers' meaning: a candidate is dropped when its similarity to the anchor "
+        "exceeds positive − |positive|·relative_margin; null: off",
+    )
+    corpus: str | None = Field(
+        default=None,
+        description="a .txt file of extra texts to bank, one a line (candidates only: they are refreshed by "
+        "reencode, never by momentum); null: the training rows' positives and negatives only",
+    )
+
+
 class EvalSection(Section):
     """Development-set evaluation during training."""
 
@@ -402,6 +449,10 @@ class TrainConfig(Section):
     train: TrainSection
     data: DataSection = Field(default_factory=DataSection)
     eval: EvalSection = Field(default_factory=EvalSection)
+    negatives: NegativesSection = Field(
+        default_factory=NegativesSection,
+        description="online hard negatives from a kept bank (mnrl, simcse-sup): the `negatives` section below",
+    )
     method_args: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("output_dir")
@@ -622,7 +673,8 @@ now. :func:`saved_under_current_names` applies them, so resuming an older checkp
 
 def saved_under_current_names(saved: dict) -> dict:
     """A config dict saved by an earlier version, with today's key names: each key of :data:`SAVED_KEY_MOVES` at its
-    new place, and the ``data`` keys added since then at their defaults (what that run read)."""
+    new place, and the ``data`` keys and the ``negatives`` section added since then at their defaults (what that run
+    read)."""
     saved = {key: dict(value) if isinstance(value, dict) else value for key, value in saved.items()}
     for old, new in SAVED_KEY_MOVES.items():
         old_section, old_key = old.split(".")
@@ -636,6 +688,7 @@ def saved_under_current_names(saved: dict) -> dict:
     if isinstance(data, dict):
         for key, value in DataSection().model_dump(mode="json").items():
             data.setdefault(key, value)
+    saved.setdefault("negatives", NegativesSection().model_dump(mode="json"))  # saved before the section existed
     return saved
 
 
