@@ -273,9 +273,10 @@ NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds"
          "scl_noise": "", "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 
 
-def exploratory_rows(results_dir: Path, primaries: list[dict]) -> list[Row]:
-    """Every comparison the scripts report except the declared primaries, recomputed (no verdict word)."""
-    floors, _ = load_primaries()
+def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str, sig.Floor] | None = None) -> list[Row]:
+    """Every comparison the scripts report except the declared primaries, recomputed (no verdict word);
+    ``floors``: the task floors (those of primaries.yaml when None)."""
+    floors = load_primaries()[0] if floors is None else floors
     taken = {(p["experiment"], p["treatment"], p["baseline"], p["metric"]) for p in primaries}
     rows = []
     for name in EXPERIMENTS:
@@ -419,12 +420,20 @@ def changes(found: list[tuple[dict, Row, float, str]], rows: list[Row]) -> str:
 
 def section(results_dir: Path, path: Path = PRIMARIES) -> str:
     """The markdown section for RESULTS.md."""
+    floors, _ = load_primaries(path)
     found = primary_rows(results_dir, path)
-    rows = exploratory_rows(results_dir, [primary for primary, *_ in found])
+    rows = exploratory_rows(results_dir, [primary for primary, *_ in found], floors)
+    floor_line = "Floors used (points ×100, from primaries.yaml): " + "; ".join(
+        f"{task} " + ", ".join(part for part in (
+            f"majority {floor.majority:g}" if floor.majority is not None else "",
+            f"all-positive F1 {floor.all_positive_f1:g}" if floor.all_positive_f1 is not None else "") if part)
+        for task, floor in floors.items()
+    ) + (". The label-flip runs (scl_noise) are checked by their test accuracy against SST-2's majority. "
+         "STS correlations and gradient ratios have no majority floor.")
     reasons = "\n".join(f"- **{p['experiment']}**: {p['claim']}. Why this comparison: {p['reason']}."
                         for p, *_ in found)
     return "\n".join([
-        TITLE, "", RULES, "", "### Primary comparisons (one per paper, Holm over the seven)", "",
+        TITLE, "", RULES, "", floor_line, "", "### Primary comparisons (one per paper, Holm over the seven)", "",
         primary_table(found), reasons, "", "### What changes", "", changes(found, rows),
         "### Exploratory comparisons (intervals only, no verdict)", "", exploratory_table(rows),
     ])
