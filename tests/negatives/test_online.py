@@ -5,6 +5,7 @@ candidates."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -157,3 +158,38 @@ def test_no_valid_bank_slot_is_plain_infonce():
     loss = InfoNCE(temperature=0.05, symmetric=True)
     with_nothing = infonce_with_bank(loss, anchors, positives, negatives, bank, torch.zeros(5, 2, dtype=torch.bool))
     torch.testing.assert_close(with_nothing, loss(anchors, positives, negatives))
+
+
+def bank_worker(rank: int, port: int, out_dir: str) -> None:
+    """Rank r's step saw rows {r, r + 2} with its own fresh embeddings; SimCSE.after_step gathers every rank's."""
+    import torch.distributed as dist
+
+    from contrastext.methods.simcse import SimCSE
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        state = SimpleNamespace(negatives=online_with(VECTORS, k=2), encode_texts=None,
+                                _pending=[(torch.tensor([rank, rank + 2]), fresh_columns(rank))])  # fmt: skip
+        SimCSE.after_step(state)
+        torch.save(state.negatives.bank.bank, f"{out_dir}/bank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def fresh_columns(rank: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(rank)
+    return [torch.randn(2, 2, generator=generator) for _ in range(2)]
+
+
+def test_two_processes_keep_identical_banks_equal_to_one_process_on_the_global_rows(tmp_path):
+    import torch.multiprocessing as mp
+
+    from tests.negatives.test_distributed import free_port
+
+    mp.start_processes(bank_worker, args=(free_port(), str(tmp_path)), nprocs=2, start_method="fork")
+    single = online_with(VECTORS, k=2)
+    columns = [torch.cat(parts) for parts in zip(fresh_columns(0), fresh_columns(1), strict=True)]
+    single.update(torch.tensor([0, 2, 1, 3]), columns)
+    for rank in range(2):
+        assert torch.equal(torch.load(tmp_path / f"bank{rank}.pt"), single.bank.bank), rank
