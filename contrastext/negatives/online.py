@@ -230,7 +230,8 @@ class OnlineNegatives(nn.Module):
         return None
 
     def report(self) -> dict[str, float | int]:
-        """The bank's rows, bytes per row, and the encodings' time (total and amortised per step)."""
+        """The bank's rows, bytes per row, and the encodings' time (the first fill included): total, and per step
+        taken so far."""
         steps = int(self.steps)
         total = sum(self.encode_seconds)
         return {
