@@ -193,3 +193,18 @@ def test_two_processes_keep_identical_banks_equal_to_one_process_on_the_global_r
     single.update(torch.tensor([0, 2, 1, 3]), columns)
     for rank in range(2):
         assert torch.equal(torch.load(tmp_path / f"bank{rank}.pt"), single.bank.bank), rank
+
+
+def test_a_kept_ivf_index_gives_the_exact_search_candidates_and_follows_the_updates():
+    from contrastext.negatives.search import IVFSearch
+
+    exact = online_with(VECTORS, k=3)
+    kept = online_with(VECTORS, k=3, search=IVFSearch(nlist=1, storage="float32", exact_below=0))
+    anchors, positives, indices = torch.tensor([angle(7), angle(52)]), torch.tensor([angle(0), angle(55)]), torch.tensor([0, 1])
+    for step in range(2):
+        for online in (exact, kept):
+            online.update(torch.tensor([1]), [torch.tensor([angle(33 * step + 3)]), torch.tensor([angle(47)])])
+        ours, theirs = kept.candidates(anchors, positives, indices), exact.candidates(anchors, positives, indices)
+        torch.testing.assert_close(ours[0], theirs[0])
+        assert torch.equal(ours[1], theirs[1])
+    assert kept.search.builds == 1 and kept.search.updated_rows == 2  # built once, then the written rows

@@ -121,3 +121,18 @@ def test_bad_settings_are_one_error_line_naming_the_key(recipe, sets, message, t
     with pytest.raises(ConfigError, match=message) as error:
         run_recipe(config(tmp_path, make_st_model(), "run", recipe, *sets))
     assert "\n" not in str(error.value)
+
+
+def test_cached_gradient_chunks_give_the_whole_batch_loss_with_bank_negatives(tmp_path, make_st_model, data_root):
+    """train.cache_chunk: the chunks' embeddings and the whole batch's ``indices`` give forward's loss (eval mode: no
+    dropout, so the two are the same numbers)."""
+    cfg = config(tmp_path, make_st_model(), "run", "mnrl", "train.cache_chunk=2")
+    spec = get_recipe("mnrl")
+    method = spec.build(cfg, cfg.method_args_as(spec.args_model), data_root).method
+    examples = spec.build(cfg, cfg.method_args_as(spec.args_model), data_root).train_examples
+    method.on_train_start(4)
+    method.eval()
+    batch = method.collate(examples[:4])
+    chunks = [method.embed(chunk) for chunk in method.split_batch(batch, 2)]
+    views = [torch.cat(parts) for parts in zip(*chunks, strict=True)]
+    torch.testing.assert_close(method.loss_from_embeddings(views, batch)["infonce"], method(batch)["infonce"])
