@@ -84,7 +84,7 @@ def sign_flip_p(differences: Sequence[float], resamples: int = MONTE_CARLO_FLIPS
     """Two-sided sign-flip permutation p of the mean difference (exact up to n = 16, else Monte Carlo).
 
     As ``scipy.stats.permutation_test((t, b), lambda x, y: mean(x − y), permutation_type='samples')``: ties within a
-    relative 1e-14 count as at least as extreme; the Monte Carlo p is (k + 1) / (R + 1).
+    relative 100 machine epsilons count as at least as extreme (scipy's tolerance); the Monte Carlo p is (k + 1) / (R + 1).
     """
     d = np.asarray(differences, dtype=float)
     if d.size < 1:
@@ -94,7 +94,7 @@ def sign_flip_p(differences: Sequence[float], resamples: int = MONTE_CARLO_FLIPS
     exact = d.size <= EXACT_UP_TO
     means = _flip_means(d, exact, resamples, seed)
     observed = float(d.mean())
-    tolerance = abs(observed) * 1e-14
+    tolerance = abs(observed) * np.finfo(float).eps * 100  # scipy.stats.permutation_test's tie tolerance
     greater = np.count_nonzero(means >= observed - tolerance)
     less = np.count_nonzero(means <= observed + tolerance)
     if exact:

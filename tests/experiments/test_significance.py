@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
+import harness  # noqa: E402
 import significance as sig  # noqa: E402
 
 DIFFERENCES = [1.2, -0.4, 2.5, 0.9, 1.7, -0.1, 3.0, 0.6]
@@ -47,6 +48,17 @@ def _scipy_sign_flip(d, resamples=np.inf, seed=0):
     [-0.82, -1.1, -0.3, -0.7, -1.4, 0.2, -0.9, -0.5, -1.3, -0.6, 0.1, -0.4, -1.0, -0.2, -0.8, -0.35],  # n = 16
 ])
 def test_sign_flip_p_is_scipy_permutation_test_exact(d):
+    assert sig.sign_flip_p(d) == pytest.approx(_scipy_sign_flip(d), rel=1e-12)
+
+
+@pytest.mark.parametrize(("name", "treatment", "baseline", "key"), [
+    ("reclaim", "sst2/semi1/k10", "sst2/semi1/lam0", "metric"),
+    ("multitask", "round_robin", "proportional", "quora_accuracy"),
+])
+def test_sign_flip_p_counts_rounding_ties_as_scipy_does(name, treatment, baseline, key):
+    """Accuracy differences are multiples of one row's share: flipped sums tie up to rounding in the records."""
+    store = harness.RecordStore(name)
+    _, d = sig.paired_differences(store.values(treatment, key), store.values(baseline, key))
     assert sig.sign_flip_p(d) == pytest.approx(_scipy_sign_flip(d), rel=1e-12)
 
 
