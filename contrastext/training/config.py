@@ -416,8 +416,9 @@ class NegativesSection(Section):
     )
     corpus: str | None = Field(
         default=None,
-        description="a .txt file of extra texts to bank, one a line (candidates only: they are refreshed by "
-        "reencode, never by momentum); null: the training rows' positives and negatives only",
+        description="a .txt file of extra texts to bank, one a line, as written (data.prompts does not apply to "
+        "them; candidates only: refreshed by reencode, never by momentum); null: the training rows' positives and "
+        "negatives only",
     )
 
 
