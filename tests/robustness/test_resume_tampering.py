@@ -1,7 +1,8 @@
 """Fault suite, resume tampering (issue 21, item 3): a resume verifies what it reads.
 
-A run of the tiny BERT on a user's file is trained for 2 steps (one checkpoint), then its checkpoint or its data
-is tampered with and ``train --resume`` is run through the command line:
+A run of the tiny BERT on a user's file is trained for 2 steps (one checkpoint), once a module; each test tampers
+with the checkpoint of a copy of the run folder, or with the data file (put back after the test), and runs
+``train --resume`` through the command line:
 
 - ``trainer_state.json`` off its schema (a step ``"three"``, a negative step, a float epoch, a best step after
   the step, a list instead of an object) or forged (step 1000 of a 4-step run, with the manifest re-hashed, in
@@ -52,15 +53,9 @@ def train_two_steps(folder: Path, model: str) -> tuple[list[str], Path, Path]:
     return argv, output, data
 
 
-@pytest.fixture
-def trained(tmp_path, tiny_bert_path):
-    """A run of its own (the test may change its data file)."""
-    return train_two_steps(tmp_path, tiny_bert_path)
-
-
 @pytest.fixture(scope="module")
 def template(tmp_path_factory, make_tiny_bert):
-    """One run shared by the tests that only tamper with the checkpoint (each gets a copy of the run folder)."""
+    """One run shared by every test that resumes a 2-step run (each gets a copy of the run folder)."""
     return train_two_steps(tmp_path_factory.mktemp("template"), make_tiny_bert(hidden_size=32))
 
 
@@ -72,6 +67,17 @@ def copied(template, tmp_path):
     shutil.copytree(output, copy)
     at = argv.index("--output")
     return [*argv[:at], "--output", str(copy), *argv[at + 2:]], copy, data
+
+
+@pytest.fixture
+def trained(copied):
+    """A copy of the template run whose data file the test may change: its bytes and times are put back after the
+    test, so the next copy's checkpoint matches its data again (the run folders record the data file's path)."""
+    data = copied[2]
+    text, times = data.read_bytes(), data.stat()
+    yield copied
+    data.write_bytes(text)
+    os.utime(data, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
 def resume_argv(argv: list[str], *extra: str, max_steps: int = 4) -> list[str]:
