@@ -23,6 +23,12 @@ to MINIMISE, ``ans = −L_ANS`` (:class:`contrastext.objectives.ans.ANS`, a Crit
 trainer's total is ``task + λ·ans`` with ``loss_weights = {"task": 1, "ans": λ}``, λ = 0.1 (§5). Encoder,
 head and critic all minimise it (the critic is trained jointly, as in the paper).
 
+λ = 0 (``method_args.lam: 0``) skips all ANS work: ``forward`` returns the ``task`` part alone (no critic
+forward, no searches, no bank gathers, no v pooling) and ``after_step`` writes nothing, so a step equals plain
+fine-tuning's (:class:`~contrastext.methods.classification.FineTuneMethod`, part ``task`` instead of ``ce``).
+The banks are not updated either: λ is fixed for a run, so nothing would ever read them. They are still built
+(the checkpoint holds the same keys as at λ > 0) and stay at their initial noise.
+
 Ablations (``method_args.negatives``, §5.4): ``topk`` (ANS, the paper's method), ``in_batch`` (the other
 rows of the batch, no banks searched), ``random`` (negatives from a random ``random_fraction`` = 80 % of the
 bank instead of the nearest ones).
@@ -96,6 +102,7 @@ class ReclaimMethod(ClassificationMethod):
             negative_reduction=negative_reduction,
             bank_init=bank_init,
         )
+        self.lam = lam
         self.loss_weights = {"task": 1.0, "ans": lam}
         self._pending: list[tuple[Tensor, Tensor, Tensor]] = []
 
@@ -110,6 +117,8 @@ class ReclaimMethod(ClassificationMethod):
         indices = batch["indices"]
         if bool((indices < 0).any()):
             raise ValueError("RECLAIM trains on IndexedExample rows (its memory banks are addressed by index)")
+        if self.lam == 0:  # nothing reads the critic or the banks: plain fine-tuning's step
+            return {"task": self.task_loss(self.head(self.encode_batch(batch).pooled), batch["labels"])}
         logits, u, v = self.features(batch)
         parts = {"task": self.task_loss(logits, batch["labels"]), "ans": self.ans(u, v, indices)}
         if self.training:
@@ -119,7 +128,8 @@ class ReclaimMethod(ClassificationMethod):
     @torch.no_grad()
     def after_step(self) -> None:
         """Momentum update of both banks with the features of every forward since the last step, of every
-        process (gathered), so the banks stay identical on all ranks."""
+        process (gathered), so the banks stay identical on all ranks. Nothing to do at λ = 0 (no forward
+        queued a row)."""
         for indices, u, v in self._pending:
             self.ans.update(all_gather_rows(indices), all_gather_rows(u), all_gather_rows(v))
         self._pending.clear()
