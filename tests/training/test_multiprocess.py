@@ -20,7 +20,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+import contrastext.cli.train_command  # noqa: F401  (registers the command)
 from contrastext.runtime.run_log import read_log
+from tests.cli.cli_runs import run
 
 pytestmark = pytest.mark.slow
 
@@ -54,26 +56,30 @@ def dropout_free_bert(tmp_path_factory, minilm_path) -> str:
     return str(folder)
 
 
-def train(launcher: list[str], output: Path, model: str, data_root: Path) -> subprocess.CompletedProcess:
+def train_argv(output: Path, model: str, data_root: Path) -> list[str]:
     sets = [argument for setting in [*SETTINGS, f"model={model}"] for argument in ("--set", setting)]
-    command = [*launcher, "-m", "contrastext", "train", "simcse-unsup", *sets, "--output", str(output),
-               "--data-root", str(data_root)]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
+    return ["train", "simcse-unsup", *sets, "--output", str(output), "--data-root", str(data_root)]
 
 
-def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, dropout_free_bert, data_root):
+def test_two_processes_equal_one_process_on_the_same_global_batch(
+    tmp_path, dropout_free_bert, data_root, capsys, single_torch_thread
+):
+    """The one process runs in this one, on one thread as each of the two (OMP_NUM_THREADS=1)."""
     torchrun = Path(sys.executable).with_name("torchrun")
-    two = train([str(torchrun), "--standalone", "--nproc_per_node", "2"], tmp_path / "two", dropout_free_bert,
-                data_root)
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    two = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "contrastext",
+         *train_argv(tmp_path / "two", dropout_free_bert, data_root)],
+        capture_output=True, text=True, timeout=600, env=environment,
+    )  # fmt: skip
     assert two.returncode == 0, two.stderr[-3000:]
     # issue 22: the banner printed once per process, and nothing said or recorded how many processes trained
     assert two.stdout.count("training simcse-unsup from") == 1, two.stdout
     assert two.stdout.splitlines().count("world size 2 (gloo, cpu)") == 1, two.stdout
     assert json.loads((tmp_path / "two" / "metrics.json").read_text())["world_size"] == 2
     assert {record["world_size"] for record in read_log(tmp_path / "two" / "train_log.jsonl")} == {2}
-    one = train([sys.executable], tmp_path / "one", dropout_free_bert, data_root)
-    assert one.returncode == 0, one.stderr[-3000:]
+    code, _, stderr = run(train_argv(tmp_path / "one", dropout_free_bert, data_root), capsys)
+    assert code == 0, stderr[-3000:]
     before = load_file(str(Path(dropout_free_bert) / "model.safetensors"))
     weights_two = load_file(str(tmp_path / "two" / "final" / "encoder" / "model.safetensors"))
     weights_one = load_file(str(tmp_path / "one" / "final" / "encoder" / "model.safetensors"))
