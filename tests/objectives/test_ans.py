@@ -4,6 +4,7 @@ Expected losses are RECLAIM's Eq. 6 written out in ``naive_objectives.reclaim_an
 pair by pair, never the module's own CriticNCE.
 """
 
+import copy
 import math
 
 import pytest
@@ -233,3 +234,62 @@ def test_kept_index_sees_rows_written_outside_update():
     near_u, near_v = ans.nearest_negatives(u, v, indices)
     assert near_u[0, 0] == 7 and near_v[0, 0] == 7
     assert torch.equal(near_u, brute_force_neighbours(u, ans.bank_u.bank, 5, indices))
+
+
+# ------------------------------------- the factorised critic on deduplicated bank rows equals the pairwise form
+
+
+def reference_score(critic, u, v):
+    """s(u, v) = W5 σ(W4 σ(W3 [p_u(u); p_v(v)])) on rows already paired (the same leading shape): every pair's
+    projections concatenated and sent through the whole head, the critic's computation before it was
+    factorised (one access of each layer's spectral-normalised weight per call, as there)."""
+    return critic.head(torch.cat([critic.project_u(u), critic.project_v(v)], dim=-1)).squeeze(-1)
+
+
+def reference_loss(critic, u, v, negatives_u, negatives_v, reduction="half_sum"):
+    """−Eq. 6 with the negatives gathered per pair, (B, K, d): s(u_i, v_i), s(u_i, ṽ_ik), s(ũ_ik, v_i)."""
+    batch, k = negatives_v.shape[:2]
+    positive = reference_score(critic, u, v)
+    against_v = reference_score(critic, u.unsqueeze(1).expand(batch, k, -1), negatives_v)
+    against_u = reference_score(critic, negatives_u, v.unsqueeze(1).expand(batch, k, -1))
+
+    def reduce(terms):
+        return 0.5 * terms.sum(1) if reduction == "half_sum" else terms.mean(1)
+
+    return -(F.logsigmoid(positive) + reduce(F.logsigmoid(-against_v)) + reduce(F.logsigmoid(-against_u))).mean()
+
+
+@pytest.mark.parametrize("reduction", ["half_sum", "mean"])
+@pytest.mark.parametrize("training", [False, True])
+def test_loss_and_gradients_equal_the_pairwise_critic_on_the_same_negatives(training, reduction):
+    """Overlapping top-K sets (6 queries × K = 12 of 40 rows): the loss and the gradients with respect to every
+    critic parameter and to u and v equal the pairwise form's within 1e-5, in eval mode and in training mode
+    (where each spectral norm takes the same power-iteration steps in both)."""
+    ans = make_ans(k=12, negative_reduction=reduction)
+    generator = torch.Generator().manual_seed(4)
+    ans.bank_u.bank.copy_(torch.randn(BANK, DIM_U, generator=generator))
+    ans.bank_v.bank.copy_(torch.randn(BANK, DIM_V, generator=generator))
+    indices = torch.tensor([0, 5, 11, 19, 26, 33])
+    u, v = torch.randn(6, DIM_U, generator=generator), torch.randn(6, DIM_V, generator=generator)
+    near_u, near_v = ans.nearest_negatives(u, v, indices)
+    assert torch.unique(near_v).numel() < near_v.numel()  # the sets overlap: deduplication has work to do
+    reference_critic = copy.deepcopy(ans.critic)
+    ans.train(training), reference_critic.train(training)
+
+    u_ours, v_ours = u.clone().requires_grad_(True), v.clone().requires_grad_(True)
+    ours = ans(u_ours, v_ours, indices)
+    ours.backward()
+    u_ref, v_ref = u.clone().requires_grad_(True), v.clone().requires_grad_(True)
+    expected = reference_loss(reference_critic, u_ref, v_ref, ans.bank_u.bank[near_u], ans.bank_v.bank[near_v], reduction)
+    expected.backward()
+
+    assert ours.item() == pytest.approx(expected.item(), abs=1e-5)
+    torch.testing.assert_close(u_ours.grad, u_ref.grad, atol=1e-5, rtol=0)
+    torch.testing.assert_close(v_ours.grad, v_ref.grad, atol=1e-5, rtol=0)
+    reference_parameters = dict(reference_critic.named_parameters())
+    for name, parameter in ans.critic.named_parameters():
+        assert parameter.grad is not None, name
+        torch.testing.assert_close(parameter.grad, reference_parameters[name].grad, atol=1e-5, rtol=0, msg=name)
+    if training:  # the same power-iteration steps: the spectral norms' estimates moved alike
+        for name, buffer in reference_critic.named_buffers():
+            torch.testing.assert_close(dict(ans.critic.named_buffers())[name], buffer, atol=1e-6, rtol=0, msg=name)
