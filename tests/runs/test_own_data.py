@@ -44,6 +44,17 @@ def train(capsys, recipe: str, output: Path, *overrides: str) -> tuple[int, str,
     return run(argv, capsys)
 
 
+def trained(capsys, recipe: str, output: Path, model: str, source: str, *overrides: str) -> str:
+    """The stdout of ``recipe`` trained for QUIET's 2 steps on ``source`` (``data.path=...`` or ``data.dataset=...``)
+    without evaluation; the run must exit 0."""
+    code, stdout, stderr = train(
+        capsys, recipe, output, *QUIET, f"model={model}", source, "eval.tasks=[]", "train.metric_for_best=null",
+        *overrides,
+    )
+    assert code == 0, stderr
+    return stdout
+
+
 def one_line_error(code: int, stderr: str) -> str:
     assert code == 2, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -86,11 +97,7 @@ def write_reviews(path: Path, rows: int = 30, offset: int = 0) -> Path:
 def test_simcse_sup_trains_on_a_pair_file(tmp_path, tiny_bert_path, capsys, suffix):
     path = write_pairs(tmp_path, suffix)
     output = tmp_path / "run"
-    code, stdout, stderr = train(
-        capsys, "simcse-sup", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
-        "train.metric_for_best=null",
-    )
-    assert code == 0, stderr
+    stdout = trained(capsys, "simcse-sup", output, tiny_bert_path, f"data.path={path}")
     data = report(output)["data"]
     unused = {"unused_columns": ["id"]} if suffix == ".jsonl" else {}  # the JSONL rows' integer id: reported
     assert data == {"source": "data.path", "train": str(path), "columns": ["question", "answer", "hard"],
@@ -111,11 +118,7 @@ def test_simcse_unsup_reads_the_sentences_not_raw_json(tmp_path, tiny_bert_path,
     else:
         path.write_text("".join(json.dumps({"id": i, "text": s}) + "\n" for i, s in enumerate(sentences)), encoding="utf-8")
     output = tmp_path / "run"
-    code, _, stderr = train(
-        capsys, "simcse-unsup", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
-        "train.metric_for_best=null",
-    )
-    assert code == 0, stderr
+    trained(capsys, "simcse-unsup", output, tiny_bert_path, f"data.path={path}")
     assert report(output)["data"]["n_train"] == 10
     if suffix == ".jsonl":
         assert report(output)["data"]["columns"] == ["text"]
@@ -228,11 +231,7 @@ def test_a_local_datasets_folder(tmp_path, tiny_bert_path, capsys):
     datasets.Dataset.from_dict({"anchor": [q for q, _, _ in PAIRS], "positive": [a for _, a, _ in PAIRS]}).save_to_disk(
         str(pairs)
     )
-    code, _, stderr = train(
-        capsys, "simcse-sup", tmp_path / "sup", *QUIET, f"model={tiny_bert_path}", f"data.dataset={pairs}",
-        "eval.tasks=[]", "train.metric_for_best=null",
-    )
-    assert code == 0, stderr
+    trained(capsys, "simcse-sup", tmp_path / "sup", tiny_bert_path, f"data.dataset={pairs}")
     assert report(tmp_path / "sup")["data"]["columns"] == ["anchor", "positive"]
 
 
@@ -323,11 +322,7 @@ def test_mnrl_trains_on_lists_of_positives_and_negatives_as_n_tuples(tmp_path, t
     key = "data.path" if kind == "jsonl" else "data.dataset"
     where = str(source) if kind == "jsonl" else f"{source}[train]"
     output = tmp_path / "run"
-    code, stdout, stderr = train(
-        capsys, "mnrl", output, *QUIET, f"model={tiny_bert_path}", f"{key}={source}", "eval.tasks=[]",
-        "train.metric_for_best=null",
-    )
-    assert code == 0, stderr
+    stdout = trained(capsys, "mnrl", output, tiny_bert_path, f"{key}={source}")
     assert (
         f"data: {where}: list-valued columns read as one row per positive (pos), the anchor 'query' and the negatives "
         "of 'neg' as n-tuple columns: 6 rows -> 12 (anchor, positive, negative_1, negative_2) rows; n = 2 (the "
@@ -337,11 +332,7 @@ def test_mnrl_trains_on_lists_of_positives_and_negatives_as_n_tuples(tmp_path, t
     assert data["columns"] == ["query", "pos", "neg"] and data["n_train"] == 12
     assert data["ntuples"]["negatives_left_out"] == 3
 
-    code, stdout, stderr = train(
-        capsys, "mnrl", tmp_path / "three", *QUIET, f"model={tiny_bert_path}", f"{key}={source}", "eval.tasks=[]",
-        "train.metric_for_best=null", "data.num_negatives=3",
-    )
-    assert code == 0, stderr
+    stdout = trained(capsys, "mnrl", tmp_path / "three", tiny_bert_path, f"{key}={source}", "data.num_negatives=3")
     assert "6 rows -> 6 (anchor, positive, negative_1 … negative_3) rows; n = 3 (data.num_negatives)" in stdout
     assert report(tmp_path / "three")["data"]["ntuples"]["too_few"] == 3
 
@@ -370,11 +361,8 @@ def test_a_loss_taking_one_negative_is_refused_on_n_tuples(tmp_path, tiny_bert_p
     )[::2])
     assert "method_args.loss=triplet: TripletMargin takes one negative per anchor" in message
     assert "--set data.num_negatives=1" in message
-    code, _, stderr = train(
-        capsys, "mnrl", tmp_path / "one", *QUIET, f"model={tiny_bert_path}", f"data.path={source}", "eval.tasks=[]",
-        "train.metric_for_best=null", "method_args.loss=triplet", "data.num_negatives=1",
-    )
-    assert code == 0, stderr
+    sets = ("method_args.loss=triplet", "data.num_negatives=1")
+    trained(capsys, "mnrl", tmp_path / "one", tiny_bert_path, f"data.path={source}", *sets)
 
 
 def test_num_negatives_without_a_list_of_negatives_is_one_error_line(tmp_path, tiny_bert_path, capsys, data_root):
@@ -416,11 +404,7 @@ def write_nli(folder: Path) -> Path:
 def test_simcse_sup_makes_nli_rows_simcses_triplets_and_says_so(tmp_path, tiny_bert_path, capsys):
     path = write_nli(tmp_path)
     output = tmp_path / "run"
-    code, stdout, stderr = train(
-        capsys, "simcse-sup", output, *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
-        "train.metric_for_best=null",
-    )
-    assert code == 0, stderr
+    stdout = trained(capsys, "simcse-sup", output, tiny_bert_path, f"data.path={path}")
     assert (
         f"data: {path}: NLI rows (premise, hypothesis, label) read as SimCSE's triplets (premise, entailment, "
         "contradiction): 9 rows (3 entailment, 3 contradiction, 2 neutral dropped, 1 without a gold label dropped) "
@@ -445,11 +429,7 @@ def test_simcse_sup_makes_nli_rows_simcses_triplets_and_says_so(tmp_path, tiny_b
 def test_a_label_column_a_recipe_does_not_use_is_reported(tmp_path, tiny_bert_path, capsys, caplog):
     path = write_nli(tmp_path)
     with caplog.at_level("WARNING", logger="contrastext.runs"):
-        code, _, stderr = train(
-            capsys, "mnrl", tmp_path / "run", *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
-            "train.metric_for_best=null",
-        )
-    assert code == 0, stderr
+        trained(capsys, "mnrl", tmp_path / "run", tiny_bert_path, f"data.path={path}")
     assert (
         f"data: {path}: mnrl does not use the label column (it reads premise, hypothesis); its rows are all trained "
         "on, whatever their label"
@@ -470,11 +450,7 @@ def test_mnrl_trains_on_sentence_transformers_n_tuple_columns(tmp_path, tiny_ber
         writer = csv.writer(handle)
         writer.writerow(["query", "positive", "negative_1", "negative_2", "negative_3"])
         writer.writerows((q, a, h, f"{h} again", f"not {a}") for q, a, h in PAIRS)
-    code, _, stderr = train(
-        capsys, "mnrl", tmp_path / "run", *QUIET, f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
-        "train.metric_for_best=null",
-    )
-    assert code == 0, stderr
+    trained(capsys, "mnrl", tmp_path / "run", tiny_bert_path, f"data.path={path}")
     assert report(tmp_path / "run")["data"]["columns"] == ["query", "positive", "negative_1", "negative_2", "negative_3"]
     message = one_line_error(*train(
         capsys, "mnrl", tmp_path / "o", f"model={tiny_bert_path}", f"data.path={path}", "eval.tasks=[]",
