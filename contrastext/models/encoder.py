@@ -65,6 +65,8 @@ from contrastext.models.weights import (
 )
 
 UNPAD_MIN_PADDING = 0.1
+ENCODE_CHUNK = 65_536
+"""Texts tokenised at once by ``encode``: beyond the output, its memory is one chunk's token lists."""
 """The least share of padding tokens for which the packed forward pays (see ``TextEncoder.unpad_min_padding``)."""
 
 
@@ -726,9 +728,30 @@ class TextEncoder(nn.Module):
 
     def _encode_sorted(self, texts: list[str], batch_size: int, normalize: bool, show_progress: bool,
                        width: int) -> Tensor:  # fmt: skip
-        if not texts:
-            return torch.zeros((0, width), dtype=torch.float32)
-        # Tokenised once, unpadded: the lengths order the batches, each batch is padded from these lists.
+        """Encode ``texts`` :data:`ENCODE_CHUNK` at a time into one preallocated (len(texts), width) tensor: each
+        chunk is tokenised once, unpadded, and batched by token length (longest first), so memory beyond the
+        output stays that of one chunk's token lists whatever the number of texts (a 1M-document corpus)."""
+        output = torch.empty((len(texts), width), dtype=torch.float32)
+        chunks = range(0, len(texts), ENCODE_CHUNK)
+        total = sum(-(-min(ENCODE_CHUNK, len(texts) - start) // batch_size) for start in chunks)
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.inference_mode(), frozen_weights(self.backbone), tqdm(
+                total=total, desc="encode", disable=not show_progress
+            ) as progress:
+                for start in chunks:
+                    chunk = texts[start : start + ENCODE_CHUNK]
+                    self._encode_chunk(chunk, batch_size, normalize, width, output[start : start + len(chunk)],
+                                       progress)
+        finally:
+            self.train(was_training)
+        return output
+
+    def _encode_chunk(self, texts: list[str], batch_size: int, normalize: bool, width: int, output: Tensor,
+                      progress: tqdm) -> None:  # fmt: skip
+        """Encode one chunk into ``output`` (its rows, input order): tokenised once, unpadded; the lengths order
+        the batches and each batch is padded from these lists."""
         encoded = self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)
         pad_values = {"input_ids": self.tokenizer.pad_token_id, "attention_mask": 0}
         if self._accepts_token_type_ids and "token_type_ids" in encoded:
@@ -737,22 +760,12 @@ class TextEncoder(nn.Module):
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
         device = self.device
-        was_training = self.training
-        self.eval()
-        chunks = []
-        try:
-            with torch.inference_mode(), frozen_weights(self.backbone):
-                starts = range(0, len(texts), batch_size)
-                for start in tqdm(starts, desc="encode", disable=not show_progress):
-                    batch = pad_rows(encoded, order[start : start + batch_size], pad_values, left)
-                    embedding = self(**{name: tensor.to(device) for name, tensor in batch.items()}).embedding.float()
-                    embedding = embedding[:, :width]  # truncate_dim: cut before normalising, as sentence-transformers
-                    if normalize:
-                        embedding = F.normalize(embedding, p=2, dim=-1)
-                    chunks.append(embedding.cpu())
-        finally:
-            self.train(was_training)
-        sorted_embeddings = torch.cat(chunks)
-        embeddings = torch.empty_like(sorted_embeddings)
-        embeddings[torch.tensor(order)] = sorted_embeddings
-        return embeddings
+        for start in range(0, len(texts), batch_size):
+            rows = order[start : start + batch_size]
+            batch = pad_rows(encoded, rows, pad_values, left)
+            embedding = self(**{name: tensor.to(device) for name, tensor in batch.items()}).embedding.float()
+            embedding = embedding[:, :width]  # truncate_dim: cut before normalising, as sentence-transformers
+            if normalize:
+                embedding = F.normalize(embedding, p=2, dim=-1)
+            output[torch.tensor(rows)] = embedding.cpu()
+            progress.update(1)

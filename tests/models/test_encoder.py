@@ -31,6 +31,20 @@ def test_encode_keeps_input_order_with_mixed_lengths(minilm, texts):
     assert np.abs(as_torch.numpy() - one_by_one).max() <= 1e-5
 
 
+def test_encode_in_chunks_gives_the_rows_of_one_pass_and_one_progress_total(minilm, texts, monkeypatch, capsys):
+    """A corpus larger than ENCODE_CHUNK is tokenised chunk by chunk (bounded memory at 1M texts): same rows."""
+    import contrastext.models.encoder as encoder_module
+
+    whole = minilm.encode(texts, batch_size=2)
+    monkeypatch.setattr(encoder_module, "ENCODE_CHUNK", 3)
+    chunked = minilm.encode(texts, batch_size=2, show_progress=True)
+    assert np.abs(chunked - whole).max() <= 1e-5
+    chunk_sizes = [min(3, len(texts) - start) for start in range(0, len(texts), 3)]
+    assert f"{sum(-(-size // 2) for size in chunk_sizes)}/{sum(-(-size // 2) for size in chunk_sizes)}" in (
+        capsys.readouterr().err
+    )
+
+
 @pytest.mark.parametrize("pooling", ["mean", "max", "cls", "first_last_avg", "pooler"])
 def test_padding_never_changes_an_embedding(minilm, pooling, texts, variant):
     encoder = variant(pooling=pooling)
