@@ -1,6 +1,6 @@
 """What every bench script shares: where the data is, how to start ``contrastext``, round-robin clocks, the
 "Run conditions" lines of a report and its publication (``markdown_block``), the process's resident-set peak,
-and the ``--bank-sizes``-style list type.
+the ``--bank-sizes``-style list type and the hidden options of a bench's worker processes.
 
 The scripts import it from beside them (bench/ is not a package)::
 
@@ -95,6 +95,13 @@ def round_robin_times(
 def median_times(runs: dict[str, Callable[[], object]], rounds: int, device="cpu", warmup: int = 0) -> dict[str, float]:
     """The median seconds of each run over :func:`round_robin_times`' timed rounds."""
     return {name: statistics.median(values) for name, values in round_robin_times(runs, rounds, device, warmup).items()}
+
+
+def add_worker_options(parser: argparse.ArgumentParser) -> None:
+    """The hidden ``--worker ARM`` and ``--result FILE`` of a bench that runs each arm in a fresh process of its own
+    script: the parent passes them, the child measures its arm and writes its JSON result to FILE."""
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
 
 
 # ---------------------------------------------------------------------------------------------- memory

@@ -365,8 +365,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (seconds)")
     markdown_block.add_suffix_option(parser)
-    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    common.add_worker_options(parser)
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error("--steps must be at least 2 (one step per measurement)")

@@ -213,8 +213,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="smoke run: 20,000 rows, one round")
     markdown_block.add_suffix_option(parser)
-    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    common.add_worker_options(parser)
     parser.add_argument("--regime", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     unknown = [name for name in args.regimes if name not in REGIMES] + [name for name in args.arms if name not in ARMS]
