@@ -21,6 +21,11 @@ a search object. Each bank gets its own search (``search.fresh()``), so a search
 (``"ivf"``, an index updated in place) serves one bank; before each search the bank says which rows its
 momentum updates wrote since the previous one (``MemoryBank.take_changed()``), and only those are re-indexed.
 
+Cost: the top-K sets of a batch overlap, so the K·B indices of each side are deduplicated (``torch.unique``):
+each distinct bank row is gathered once and projected once by the factorised critic
+(``WassersteinCritic.score_indexed``), then addressed by index; the loss and gradients are those of the
+gathered (B, K, d) negatives (tests/objectives/test_ans.py checks it against the pairwise form).
+
 Modes (the paper's ablations, §5.4):
 
 - ``"topk"``: the K nearest neighbours above (the method);
@@ -137,7 +142,17 @@ class ANS(Objective):
             rows = self.random_negatives(indices)  # shared by the whole batch: (M, d) negatives
             return self.nce(u, v, negatives_u=self.bank_u.get(rows), negatives_v=self.bank_v.get(rows))
         near_u, near_v = self.nearest_negatives(u, v, indices)
-        return self.nce(u, v, negatives_u=self.bank_u.get(near_u), negatives_v=self.bank_v.get(near_v))
+        # The batch's top-K sets overlap: gather each distinct bank row once and let the critic project it once.
+        rows_u, index_u = torch.unique(near_u, return_inverse=True)
+        rows_v, index_v = torch.unique(near_v, return_inverse=True)
+        return self.nce(
+            u,
+            v,
+            negatives_u=self.bank_u.get(rows_u),
+            negatives_v=self.bank_v.get(rows_v),
+            negative_index_u=index_u,
+            negative_index_v=index_v,
+        )
 
     @torch.no_grad()
     def update(self, indices: Tensor, u: Tensor, v: Tensor) -> None:

@@ -208,3 +208,66 @@ def test_bad_shapes_are_clear_errors():
         nce(torch.randn(1, DIM_U), torch.randn(1, DIM_V))
     with pytest.raises(ValueError, match=r"\(B=4, K, d\)"):
         nce(torch.randn(4, DIM_U), torch.randn(4, DIM_V), negatives_v=torch.randn(3, 2, DIM_V))
+
+
+# ------------------------------------------------- the factorised first layer and deduplicated negative rows
+
+
+def pairwise_score(critic, u, v):
+    """s(u, v) = W5 σ(W4 σ(W3 [p_u(u); p_v(v)])) with the concatenation written out (rows already paired)."""
+    return critic.head(torch.cat([critic.project_u(u), critic.project_v(v)], dim=-1)).squeeze(-1)
+
+
+def test_factorised_score_equals_the_concatenation_through_the_head():
+    critic = settle(make_critic())
+    u, v = torch.randn(3, DIM_U), torch.randn(3, 4, DIM_V)
+    expected = pairwise_score(critic, u.unsqueeze(1).expand(3, 4, DIM_U), v)
+    torch.testing.assert_close(critic.score(u.unsqueeze(1), v), expected, atol=1e-6, rtol=0)
+    weight_u, weight_v, _ = critic.first_layer_halves()
+    assert torch.equal(torch.cat([weight_u, weight_v], dim=1), critic.head[0].weight)
+
+
+@pytest.mark.parametrize("fixed_is_u", [True, False])
+def test_score_indexed_equals_score_on_the_gathered_rows(fixed_is_u):
+    critic = settle(make_critic())
+    fixed = torch.randn(4, DIM_U if fixed_is_u else DIM_V)
+    rows = torch.randn(6, DIM_V if fixed_is_u else DIM_U)
+    index = torch.tensor([[0, 1, 2], [2, 3, 0], [5, 5, 1], [4, 0, 3]])
+    gathered = rows[index]
+    pairs = (fixed.unsqueeze(1), gathered) if fixed_is_u else (gathered, fixed.unsqueeze(1))
+    expected = critic.score(*pairs)
+    torch.testing.assert_close(critic.score_indexed(fixed, rows, index, fixed_is_u), expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("reduction", ["half_sum", "mean"])
+def test_nce_with_indexed_distinct_rows_equals_gathered_negatives(reduction):
+    """negatives (M, d) + negative_index (B, K) give the loss and gradients of the gathered (B, K, d) rows; a
+    critic without ``score_indexed`` (ZeroCritic) is given the gathered rows."""
+    critic = settle(make_critic()).double()
+    u = torch.randn(4, DIM_U, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(4, DIM_V, dtype=torch.float64, requires_grad=True)
+    rows_u, rows_v = torch.randn(5, DIM_U, dtype=torch.float64), torch.randn(7, DIM_V, dtype=torch.float64)
+    index_u = torch.tensor([[0, 1, 4], [4, 3, 0], [2, 2, 1], [0, 1, 3]])
+    index_v = torch.tensor([[6, 1, 2], [0, 5, 3], [2, 4, 1], [3, 6, 0]])
+    nce = CriticNCE(critic, negative_reduction=reduction)
+    indexed = nce(u, v, negatives_u=rows_u, negatives_v=rows_v, negative_index_u=index_u, negative_index_v=index_v)
+    grads = torch.autograd.grad(indexed, [u, v, *critic.parameters()])
+    gathered = nce(u, v, negatives_u=rows_u[index_u], negatives_v=rows_v[index_v])
+    expected = torch.autograd.grad(gathered, [u, v, *critic.parameters()])
+    assert indexed.item() == pytest.approx(gathered.item(), abs=1e-12)
+    for ours, theirs in zip(grads, expected, strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-12, rtol=0)
+    zero = CriticNCE(ZeroCritic(DIM_U, DIM_V))
+    loss = zero(u, v, negatives_u=rows_u, negatives_v=rows_v, negative_index_u=index_u, negative_index_v=index_v)
+    assert loss.item() == pytest.approx(4 * math.log(2), rel=1e-6)  # g ≡ ½, half_sum: (1 + K)·log 2, K = 3
+
+
+def test_bad_negative_indices_are_clear_errors():
+    nce = CriticNCE(make_critic())
+    u, v, rows = torch.randn(4, DIM_U), torch.randn(4, DIM_V), torch.randn(5, DIM_V)
+    with pytest.raises(ValueError, match=r"`negative_index_v` values must address the 5 rows .* \[0, 5\]"):
+        nce(u, v, negatives_v=rows, negative_index_v=torch.tensor([[0, 5]] * 4))
+    with pytest.raises(ValueError, match=r"`negative_index_v` must be a \(B=4, K\) integer tensor"):
+        nce(u, v, negatives_v=rows, negative_index_v=torch.tensor([[0, 1]] * 3))
+    with pytest.raises(ValueError, match=r"give `negatives_u` as \(M, d\)"):
+        nce(u, v, negative_index_u=torch.zeros(4, 2, dtype=torch.long))
