@@ -242,6 +242,7 @@ def provenance() -> dict:
     return {
         "git_commit": git("rev-parse", "HEAD"),
         "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "script_committed": not git("status", "--porcelain", "--", str(Path(__file__).resolve())),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -281,6 +282,10 @@ def markdown(record: dict) -> str:
     run = record["run"]
     fading = [name for name, loss in record["losses"].items() if loss["verdict"] == "fades"]
     steady = [name for name, loss in record["losses"].items() if loss["verdict"] != "fades"]
+    hinges = ", ".join(
+        f"{name} {loss['bins'][-1]['zero_share']:.0%}" for name, loss in record["losses"].items()
+        if loss["bins"][-1]["zero_share"]
+    ) or "none"
     return f"""## Gradient dissipation, measured directly (no training)
 
 Per-anchor gradient norm of every pair objective the `gd` recipe trains, against the anchor's margin
@@ -298,11 +303,12 @@ Median per-anchor gradient norm per margin bin (the share of exact zeros in brac
 {harness.markdown_table(headers, rows)}
 
 By this rule, on these margins ({edges[0]:+.3f} to {edges[-1]:+.3f}): fades: {', '.join(fading) or 'none'};
-does not fade: {', '.join(steady) or 'none'}. The ratio depends on the margin range the embeddings cover: a
-fresh MLP on a sentence-tuned encoder puts most anchors at small positive margins; a trained model spreads them
-further (and InfoNCE's ratio would fall further).
+does not fade: {', '.join(steady) or 'none'}. Exact zeros (a hinge met) in the top bin:
+{hinges}. The ratio is a property of the margin range these embeddings cover (the recipe's step 0: a fresh MLP
+on a sentence-tuned encoder); it says nothing about margins outside it, and a loss whose hinge lies beyond every
+anchor here shows no zeros.
 
-Provenance: git {p['git_commit'][:12]}{' (dirty)' if p['git_dirty'] else ''}, Python {p['python']},
+Provenance: git {p['git_commit'][:12]}{' (tree dirty)' if p['git_dirty'] else ''}{'' if p.get('script_committed', True) else ', this script modified'}, Python {p['python']},
 torch {p['torch']}, transformers {p['transformers']}, {p['torch_threads']} torch threads, {p['cpu_count']} CPUs
 ({p['cpu_model']}); wall {run['wall_s']:.1f} s, CPU {run['cpu_s']:.1f} s, load average before
 {run['load_before']} / after {run['load_after']}. Command: `{record['command']}`.
@@ -346,7 +352,7 @@ def plot(record: dict, path: Path) -> Path:
         axis.set_xlabel("margin s_pos − max s_neg (cosine)")
         axis.set_ylabel("‖∇ anchor‖ of B·L" + (" (log)" if log else ""))
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=10, loc="best")
+        axis.legend(fontsize=10, loc="best", framealpha=0.9)
     for axis in list(axes.flat)[len(names):]:
         axis.set_visible(False)
     figure.suptitle(
