@@ -20,7 +20,7 @@ import harness  # noqa: E402
 import rereport  # noqa: E402
 
 # In the order of the issue (each a script experiments/<name>.py with report/summary).
-EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse")
+EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse", "retrieval")
 BEGIN = "<!-- begin results summary -->"
 END = "<!-- end results summary -->"
 

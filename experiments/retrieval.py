@@ -152,6 +152,26 @@ def report(store: harness.RecordStore, args) -> str:
     return "\n".join(lines)
 
 
+def summary(store: harness.RecordStore, args=None) -> dict:
+    """The line of the README / RESULTS summary table: test nDCG@10 of each setting and the paired differences."""
+    cells = []
+    for setting in ("before", *ARMS):
+        found = list(store.values(setting, HEADLINE).values())
+        cells.append(f"{setting} {statistics.fmean(found):.2f}" if found else f"{setting} –")
+    differences = []
+    for treatment, baseline in COMPARISONS:
+        result = significance.paired(store.values(treatment, HEADLINE), store.values(baseline, HEADLINE))
+        if result.n >= 2:
+            differences.append(f"{treatment}−{baseline} Δ {result.delta:+.2f} [{result.low:+.2f}, {result.high:+.2f}]"
+                               f" p {result.permutation_p:.2g}")
+    return {
+        "paper": "Henderson et al. 2017 (MNRL); sentence-transformers' retrieval workflow (issues 23, 24)",
+        "claim": "training on (query, positive) pairs raises nDCG@10; mined / online hard negatives beat in-batch",
+        "verdict": "exploratory: intervals, no verdict word (not a declared primary)",
+        "numbers": "test nDCG@10 " + ", ".join(cells) + ("; " + "; ".join(differences) if differences else ""),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__.split("\n\n")[0], budget_minutes=60)
     parser.add_argument("--seeds", type=int, nargs="+", default=DEFAULTS["seeds"])

@@ -25,7 +25,7 @@ The held-out part is ours (a seeded split of SNLI dev + test): state it beside e
 
 Example::
 
-    .venv/bin/python experiments/retrieval_data.py --data-root ../shared/data --output data/nli-retrieval
+    .venv/bin/python experiments/retrieval_data.py --data-root ../shared/data --output runs/nli-retrieval
 """
 
 from __future__ import annotations
