@@ -175,3 +175,51 @@ def test_main_report_only_writes_report_and_plot(tmp_path):
     assert rc.main(["--report-only", "--results", str(tmp_path), "--runs", str(tmp_path / "runs")]) == 0
     assert (tmp_path / "reclaim.md").exists() and (tmp_path / "reclaim.png").exists()
     assert len(harness.RecordStore(rc.NAME, tmp_path).records) == 4
+
+
+BLOCK = """# Benchmarks
+
+<!-- begin bench/reclaim_overhead.py -->
+- date: 2026-01-02 03:00 UTC; machine: x86_64
+- step = ... K = 100; median of 20 steps
+
+| bank rows | negatives | search | ms/step | time vs baseline | peak MiB | + MiB |
+|---:|---|---|---:|---:|---:|---:|
+| 10 | baseline | – | 100.0 | 1 (ref.) | 1,000 | 0 (ref.) |
+| 10 | in_batch | – | 101.0 | 1.010 | 1,200 | +200 |
+| 10 | top-K | exact | 130.0 | 1.300 | 1,300 | +300 |
+| 10 | top-K | ivf (kept) | 125.0 | 1.250 | 1,350 | +350 |
+| 1,000 | top-K | ivf (kept) | skipped: too big | – | – | – |
+<!-- end bench/reclaim_overhead.py -->
+"""
+
+
+def test_bench_overhead_is_read_from_the_block(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text(BLOCK, encoding="utf-8")
+    result = rc.bench_overhead(path)
+    assert result["status"] == "ok" and result["date"] == "2026-01-02 03:00 UTC" and result["k"] == "100"
+    assert result["rows"] == [{"bank_rows": "10", "time_pct": pytest.approx(25.0), "extra_mib": "+350"}]
+    assert result["in_batch_mib"] == ["+200"]
+    text = rc.bench_overhead_text(result)
+    assert "10 bank rows: +25.0 % time per step, +350 MiB peak" in text and "2026-01-02" in text
+
+
+def test_bench_overhead_says_when_the_block_is_missing(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    assert rc.bench_overhead(path)["status"] == "missing"
+    path.write_text("# Benchmarks\n\nno block here\n", encoding="utf-8")
+    assert "is missing" in rc.bench_overhead_text(rc.bench_overhead(path))
+    path.write_text(BLOCK.replace("ivf (kept)", "flat"), encoding="utf-8")
+    assert rc.bench_overhead(path)["status"] == "no top-K rows"
+
+
+def test_report_states_the_block_and_no_stale_sentence(tmp_path):
+    bench = tmp_path / "BENCHMARKS.md"
+    bench.write_text(BLOCK, encoding="utf-8")
+    args = _args("--results", str(tmp_path), "--benchmarks", str(bench))
+    text = rc.report(harness.RecordStore(rc.NAME, tmp_path), args)
+    assert "not filled yet" not in text
+    assert "10 bank rows: +25.0 % time per step" in text
+    bench.unlink()
+    assert "block is missing" in rc.report(harness.RecordStore(rc.NAME, tmp_path), args)
