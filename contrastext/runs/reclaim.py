@@ -55,7 +55,10 @@ class ReclaimArgs(ClassificationArgs):
         "hundred steps (lr 3e-5 with 10 % warmup, head_lr 1e-3, k 10); a key given with --set wins "
         "(docs/methods/reclaim.md)",
     )
-    lam: float = Field(default=0.1, ge=0, description="λ: weight of the ans part (loss = task + λ·ans); paper §5: 0.1; 0 skips all ANS work (no critic, searches or bank updates)")
+    lam: float = Field(
+        default=0.1, ge=0, description="λ: weight of the ans part (loss = task + λ·ans); paper §5: 0.1; "
+        "0 skips all ANS work (no critic, searches or bank updates)"
+    )
     k: int = Field(
         default=100, gt=0, description="K nearest negatives per example and per bank (topk); paper §5.1: 100, "
         "10 in the semi-supervised setting"
