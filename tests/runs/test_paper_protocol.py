@@ -211,9 +211,9 @@ def test_scl_keys_on_an_evaluation_file_are_named_after_it(tmp_path, tiny_bert_p
 
 @pytest.mark.slow
 def test_the_practical_preset_learns_on_a_small_real_labelled_file(tmp_path, minilm_path, data_root, capsys):
-    """400 SST-2 training rows and 200 others written as a user's CSV; `method_args.preset=practical`, 100 steps
-    of all-MiniLM-L6-v2: test accuracy well above the majority class (measured: 79 %, majority 55 %, ~45 s on
-    one CPU thread)."""
+    """400 SST-2 training rows and 200 others written as a user's CSV; `method_args.preset=practical`, 50 steps
+    of all-MiniLM-L6-v2: test accuracy well above the majority class (measured: 74 % after 50 steps, 83 % after
+    100; majority of the 200 rows 51.5 %; ~20 s on two CPU threads)."""
     rows = [line.rstrip("\n").split("\t") for line in (data_root / "glue" / "SST-2" / "train.tsv").open()][1:]
     rows = rows[:600]
 
@@ -229,7 +229,7 @@ def test_the_practical_preset_learns_on_a_small_real_labelled_file(tmp_path, min
     majority = 100 * max(dev_labels.count("0"), dev_labels.count("1")) / len(dev_labels)
     output = tmp_path / "scl"
     overrides = [f"model={minilm_path}", f"data.path={train_path}", f"data.eval_path={dev_path}",
-                 "method_args.preset=practical", "train.max_steps=100", "train.eval_every=50",
+                 "method_args.preset=practical", "train.max_steps=50", "train.eval_every=25",
                  "train.save_every=null", "train.progress_bar=false", "train.report_to=none"]
     argv = ["train", "scl", "--output", str(output), *[item for o in overrides for item in ("--set", o)]]
     code, stdout, stderr = run(argv, capsys)
