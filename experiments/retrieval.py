@@ -45,6 +45,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
@@ -117,16 +119,21 @@ def report(store: harness.RecordStore, args) -> str:
     manifest = next((r["metrics"] for r in store.records if r["setting"] == "data"), {})
     rows = []
     for setting in ("before", *ARMS):
-        values = {key: list(store.values(setting, key).values()) for key in METRICS}
+        values = {key: list(store.values(setting, key).values()) for key in (*METRICS, "s_per_step")}
         if values[HEADLINE]:
-            rows.append([setting, len(values[HEADLINE])] + [harness.fmt_mean_std(values[k]) for k in METRICS])
-    table = harness.markdown_table(["setting", "runs", *(k.replace("cosine_", "") for k in METRICS)], rows)
+            cost = f"{statistics.fmean(values['s_per_step']):.2f}" if values["s_per_step"] else "–"
+            rows.append([setting, len(values[HEADLINE])] + [harness.fmt_mean_std(values[k]) for k in METRICS]
+                        + [cost])
+    headers = ["setting", "runs", *(k.replace("cosine_", "") for k in METRICS), "s / training step"]
+    table = harness.markdown_table(headers, rows)
     lines = [
-        "## Retrieval: before and after, in-batch vs mined negatives (issue 23)", "",
+        "## Retrieval: before and after; in-batch, mined and online bank negatives (issues 23, 24)", "",
         f"Data: {manifest.get('source', 'nli/snli_devtest_for_simcse.csv')} as a BEIR folder "
         f"(`experiments/retrieval_data.py`): {manifest.get('corpus', '?')} documents (every hypothesis), "
         f"{manifest.get('queries', {}).get('test', '?')} test queries (premises; a seeded split, ours), "
-        f"{manifest.get('train_pairs', '?')} training pairs. Model {MODEL}; scores ×100, mean ± sample std (runs).",
+        f"{manifest.get('train_pairs', '?')} training pairs. Model {MODEL}; scores ×100, mean ± sample std (runs); "
+        "seconds per training step: the median logged throughput of each run, averaged over its seeds (the bank "
+        "arm's one-off fill of the bank before the first step is not in it: see its records).",
         "", table, "",
     ]
     for treatment, baseline in tuple((arm, "before") for arm in ARMS) + COMPARISONS:
@@ -150,6 +157,21 @@ def report(store: harness.RecordStore, args) -> str:
         lines.append(f"- mining: {mining['metrics'].get('rows', '?')} triplets written in {mining['wall_s']:.0f} s.")
     lines += ["", "Reproduce: `" + harness.command(NAME, args) + "`."]
     return "\n".join(lines)
+
+
+def training_cost(output: Path) -> dict:
+    """Seconds per optimiser step (the median of the logged throughputs, the batch over samples/s) and what the
+    run reported of its negatives (the bank's fill and refresh times)."""
+    log = [json.loads(line) for line in (output / "train_log.jsonl").read_text(encoding="utf-8").splitlines()]
+    config = yaml.safe_load((output / "config.yaml").read_text(encoding="utf-8"))
+    rates = sorted(record["samples_per_s"] for record in log if record.get("samples_per_s"))
+    report = json.loads((output / "metrics.json").read_text(encoding="utf-8")).get("report", {})
+    cost = {"steps": max((record["step"] for record in log if "step" in record), default=0)}
+    if rates:
+        cost["s_per_step"] = config["train"]["batch_size"] / rates[len(rates) // 2]
+    if "negatives" in report:
+        cost["negatives_report"] = report["negatives"]
+    return cost
 
 
 def summary(store: harness.RecordStore, args=None) -> dict:
@@ -204,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             data = mined if setting == "mined" else folder / "train_pairs.csv"
             extra = BANK_OPTIONS if setting == "bank" else ()
             config = train(data, seed, sizes, output, extra) | {"sizes": sizes, "data": str(data), "set": list(extra)}
-            metrics = evaluate(str(output / "final" / "encoder"), folder, output / "test.json")
+            metrics = evaluate(str(output / "final" / "encoder"), folder, output / "test.json") | training_cost(output)
             if seed == args.seeds[-1] and setting == "mined":
                 run_command(["encode", "-m", str(output / "final" / "encoder"), "-i", str(folder / "corpus.txt"),
                              "-o", str(runs / "corpus_embeddings.npy")])

@@ -65,3 +65,11 @@ def test_the_report_pairs_the_arms_by_seed(tmp_path):
     assert "sign-flip permutation p = 0.25" in text  # 3 seeds: 2 of the 8 sign vectors are as extreme
     assert "bank − in-batch" not in text  # no bank runs recorded: no line
     assert json.loads((tmp_path / "retrieval.json").read_text())[0]["setting"] == "data"
+
+
+def test_training_cost_reads_the_median_throughput_and_the_negatives_report(tmp_path):
+    log = [{"step": 10, "samples_per_s": 32.0}, {"step": 20, "samples_per_s": 64.0}, {"step": 30, "samples_per_s": 16.0}]
+    (tmp_path / "train_log.jsonl").write_text("".join(json.dumps(record) + "\n" for record in log))
+    (tmp_path / "config.yaml").write_text("train:\n  batch_size: 64\n")
+    (tmp_path / "metrics.json").write_text(json.dumps({"report": {"negatives": {"fill_s": 12.5}}}))
+    assert retrieval.training_cost(tmp_path) == {"steps": 30, "s_per_step": 2.0, "negatives_report": {"fill_s": 12.5}}
