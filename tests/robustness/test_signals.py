@@ -104,8 +104,8 @@ def test_sigterm_saves_a_checkpoint_and_the_resume_command_ends_with_the_uninter
 
     command = shlex.split(last.split("; resume with: ")[1])
     assert command[:2] == ["contrastext", "train"] and command[-1] == "--resume"
-    resumed = subprocess.run([sys.executable, "-m", *command], cwd=REPO_ROOT, env=ENV, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    code, _, stderr = run(command[1:], capsys)  # the command as printed, in-process on one thread as the reference
+    assert code == 0, stderr
     expected = weight_hashes(reference / "final" / "encoder")
     assert expected and weight_hashes(output / "final" / "encoder") == expected  # byte for byte
     steps = [record["step"] for record in read_log(output / "train_log.jsonl")]
@@ -137,14 +137,6 @@ def build(minilm_path: str, cls=TinyMethod, init_seed: int = 0):
 
     torch.manual_seed(init_seed)
     return cls(AutoTokenizer.from_pretrained(minilm_path))
-
-
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_trainer_stops_after_the_step_s_checkpoint_and_resumes_to_the_same_weights(tmp_path, minilm_path, one_thread):

@@ -6,9 +6,6 @@ process on the whole batches. The pattern of tests/training/test_multiprocess.py
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ from safetensors.torch import load_file
 import contrastext.cli.train_command  # noqa: F401  (registers the command)
 from contrastext.runtime.run_log import read_log
 from tests.cli.cli_runs import run
-from tests.training.test_multiprocess import dropout_free_bert  # noqa: F401 - the fixture
+from tests.training.test_multiprocess import dropout_free_bert, on_two_processes  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.slow
 
@@ -41,14 +38,7 @@ def test_two_processes_take_the_same_batches_without_duplicates_as_one(
         ["cat", "dog", "bird", "fox", "cow", "owl", "bee", "ant", "elk", "yak", "emu", "gnu"] * 2)]
     data = tmp_path / "sentences.txt"
     data.write_text("".join(f"{sentence}\n" for sentence in sentences * 2))
-    torchrun = Path(sys.executable).with_name("torchrun")
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    two = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "contrastext",
-         *train_argv(tmp_path / "two", dropout_free_bert, data)],
-        capture_output=True, text=True, timeout=600, env=environment,
-    )  # fmt: skip
-    assert two.returncode == 0, two.stderr[-3000:]
+    on_two_processes(train_argv(tmp_path / "two", dropout_free_bert, data))
     assert json.loads((tmp_path / "two" / "metrics.json").read_text())["world_size"] == 2
     code, _, stderr = run(train_argv(tmp_path / "one", dropout_free_bert, data), capsys)
     assert code == 0, stderr[-3000:]

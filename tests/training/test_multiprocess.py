@@ -61,18 +61,21 @@ def train_argv(output: Path, model: str, data_root: Path) -> list[str]:
     return ["train", "simcse-unsup", *sets, "--output", str(output), "--data-root", str(data_root)]
 
 
+def on_two_processes(argv: list[str]) -> subprocess.CompletedProcess:
+    """``contrastext *argv`` under ``torchrun`` with 2 processes of one thread each; it must exit 0."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "contrastext", *argv],
+                          capture_output=True, text=True, timeout=600, env=environment)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
 def test_two_processes_equal_one_process_on_the_same_global_batch(
     tmp_path, dropout_free_bert, data_root, capsys, single_torch_thread
 ):
     """The one process runs in this one, on one thread as each of the two (OMP_NUM_THREADS=1)."""
-    torchrun = Path(sys.executable).with_name("torchrun")
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    two = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "contrastext",
-         *train_argv(tmp_path / "two", dropout_free_bert, data_root)],
-        capture_output=True, text=True, timeout=600, env=environment,
-    )  # fmt: skip
-    assert two.returncode == 0, two.stderr[-3000:]
+    two = on_two_processes(train_argv(tmp_path / "two", dropout_free_bert, data_root))
     # issue 22: the banner printed once per process, and nothing said or recorded how many processes trained
     assert two.stdout.count("training simcse-unsup from") == 1, two.stdout
     assert two.stdout.splitlines().count("world size 2 (gloo, cpu)") == 1, two.stdout
