@@ -17,13 +17,17 @@ Example::
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 KIB_PER_MIB = 1024
 
@@ -64,3 +68,44 @@ def run_child(command: Sequence[str], timeout: float, env: Mapping[str, str] | N
         err.seek(0)
         return ChildResult(process.returncode, seconds, usage.ru_maxrss / KIB_PER_MIB, out.read(), err.read(),
                            killed.is_set())
+
+
+def run_worker(script: str, arm: str, result: Path, worker_args: Sequence[str], threads: int,
+               timeout: float) -> dict:  # fmt: skip
+    """``script --worker ARM --result RESULT WORKER_ARGS --threads N`` as a child with ``threads`` threads (OpenMP,
+    MKL; tokenizers not parallel): the worker's JSON plus ``wall`` (its seconds), or ``{"timeout": True}`` past
+    ``timeout``; a failed worker stops the bench with the end of its stderr."""
+    command = [sys.executable, script, "--worker", arm, "--result", str(result), *worker_args, "--threads",
+               str(threads)]
+    environment = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+                   "TOKENIZERS_PARALLELISM": "false"}
+    done = run_child(command, timeout, environment)
+    if done.timed_out:
+        return {"timeout": True}
+    if done.returncode != 0:
+        raise SystemExit(f"{arm} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return {**json.loads(Path(result).read_text()), "wall": done.seconds}
+
+
+def round_robin(arms: Sequence[str], rounds: int, run_arm: Callable[[str, int], dict]) -> dict[str, list[dict]]:
+    """``run_arm(arm, round_index)`` for every arm ``rounds`` times, the order reversed every other round; an arm
+    that timed out is not run again. Each result is printed to stderr (without its ``negatives``)."""
+    results: dict[str, list[dict]] = {arm: [] for arm in arms}
+    for round_index in range(rounds):
+        for arm in arms if round_index % 2 == 0 else list(reversed(arms)):
+            if results[arm] and results[arm][-1].get("timeout"):
+                continue
+            results[arm].append(run_arm(arm, round_index))
+            shown = {key: value for key, value in results[arm][-1].items() if key != "negatives"}
+            print(f"  round {round_index + 1}/{rounds} {arm}: {shown}", file=sys.stderr, flush=True)
+    return results
+
+
+def median(runs: list[dict], key: str) -> float:
+    """The median of ``key`` over an arm's runs."""
+    return statistics.median(run[key] for run in runs)
+
+
+def finished(runs: list[dict]) -> bool:
+    """An arm ran and never timed out."""
+    return bool(runs) and not any(run.get("timeout") for run in runs)

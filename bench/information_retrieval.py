@@ -48,7 +48,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -186,40 +185,11 @@ def worker(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- parent
 
 
-def run_arm(args: argparse.Namespace, arm: str, data: Path, model: Path, folder: Path, round_index: int) -> dict:
-    """One arm in a fresh process: its worker's JSON (``rss_mib`` its VmHWM) plus ``wall``; ``{"timeout": True}`` past
-    ``--timeout``."""
-    result = folder / f"{arm}-{round_index}.json"
-    command = [sys.executable, __file__, "--worker", arm, "--result", str(result), "--data", str(data),
-               "--model", str(model), "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
-    environment = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
-                   "TOKENIZERS_PARALLELISM": "false"}
-    done = child_process.run_child(command, args.timeout, environment)
-    if done.timed_out:
-        return {"timeout": True}
-    if done.returncode != 0:
-        raise SystemExit(f"{arm} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return {**json.loads(result.read_text()), "wall": done.seconds}
-
-
 def measure(args: argparse.Namespace, data: Path, model: Path, folder: Path) -> dict[str, list[dict]]:
-    """Every arm ``--rounds`` times, the order reversed every round; an arm that timed out is not rerun."""
-    results: dict[str, list[dict]] = {arm: [] for arm in ARMS}
-    for round_index in range(args.rounds):
-        for arm in ARMS if round_index % 2 == 0 else tuple(reversed(ARMS)):
-            if results[arm] and results[arm][-1].get("timeout"):
-                continue
-            results[arm].append(run_arm(args, arm, data, model, folder, round_index))
-            print(f"  round {round_index + 1}/{args.rounds} {arm}: {results[arm][-1]}", file=sys.stderr, flush=True)
-    return results
-
-
-def median(runs: list[dict], key: str) -> float:
-    return statistics.median(run[key] for run in runs)
-
-
-def finished(runs: list[dict]) -> bool:
-    return bool(runs) and not any(run.get("timeout") for run in runs)
+    """Every arm ``--rounds`` times in a fresh process (``child_process.round_robin``); ``rss_mib``: its VmHWM."""
+    worker_args = ["--data", str(data), "--model", str(model), "--batch-size", str(args.batch_size)]
+    return child_process.round_robin(ARMS, args.rounds, lambda arm, round_index: child_process.run_worker(
+        __file__, arm, folder / f"{arm}-{round_index}.json", worker_args, args.threads, args.timeout))
 
 
 def render(args: argparse.Namespace, load_before, results: dict[str, list[dict]], model_words: str) -> tuple[str, bool]:
@@ -245,14 +215,14 @@ def render(args: argparse.Namespace, load_before, results: dict[str, list[dict]]
     ours = results["ours"]
     for arm in ARMS:
         runs = results[arm]
-        if not finished(runs):
+        if not child_process.finished(runs):
             lines.append(f"| {ARM_NAMES[arm]} | > {args.timeout:.0f} s (stopped) | – | – | – | – | – |")
             continue
-        ratio = median(runs, "wall") / median(ours, "wall") if finished(ours) else float("nan")
-        lines.append(f"| {ARM_NAMES[arm]} | {median(runs, 'wall'):.1f} s | {median(runs, 'load'):.1f} s | "
-                     f"{median(runs, 'evaluate'):.1f} s | {median(runs, 'rss_mib'):,.0f} MiB | {runs[0]['ndcg']:.8f} | "
+        ratio = child_process.median(runs, "wall") / child_process.median(ours, "wall") if child_process.finished(ours) else float("nan")
+        lines.append(f"| {ARM_NAMES[arm]} | {child_process.median(runs, 'wall'):.1f} s | {child_process.median(runs, 'load'):.1f} s | "
+                     f"{child_process.median(runs, 'evaluate'):.1f} s | {child_process.median(runs, 'rss_mib'):,.0f} MiB | {runs[0]['ndcg']:.8f} | "
                      f"{ratio:.2f}× |")
-    same = finished(ours) and finished(results["st"])
+    same = child_process.finished(ours) and child_process.finished(results["st"])
     if same:
         difference = abs(ours[0]["ndcg"] - results["st"][0]["ndcg"])
         same = difference <= TOLERANCE

@@ -50,7 +50,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -198,45 +197,19 @@ def worker(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- parent
 
 
-def run_arm(args: argparse.Namespace, arm: str, pairs_file: Path, model: Path, folder: Path, round_index: int) -> dict:
-    """One arm in a fresh process: its worker's JSON (``rss_mib`` its VmHWM) plus ``wall``; ``{"timeout": True}`` past
-    ``--timeout``."""
-    result = folder / f"{arm}-{round_index}.json"
-    command = [sys.executable, __file__, "--worker", arm, "--result", str(result), "--pairs-file", str(pairs_file),
-               "--model", str(model), "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
-    environment = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
-                   "TOKENIZERS_PARALLELISM": "false"}
-    done = child_process.run_child(command, args.timeout, environment)
-    if done.timed_out:
-        return {"timeout": True}
-    if done.returncode != 0:
-        raise SystemExit(f"{arm} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return {**json.loads(result.read_text()), "wall": done.seconds}
-
-
 def measure(args: argparse.Namespace, pairs_file: Path, model: Path, folder: Path) -> dict[str, list[dict]]:
-    """Every arm ``--rounds`` times, the order reversed every round; an arm that timed out is not rerun. Only the
-    first round keeps the negatives (the same in every round)."""
-    results: dict[str, list[dict]] = {arm: [] for arm in args.arms}
-    for round_index in range(args.rounds):
-        for arm in args.arms if round_index % 2 == 0 else list(reversed(args.arms)):
-            if results[arm] and results[arm][-1].get("timeout"):
-                continue
-            run = run_arm(args, arm, pairs_file, model, folder, round_index)
-            if results[arm]:
-                run.pop("negatives", None)
-            results[arm].append(run)
-            shown = {key: value for key, value in run.items() if key != "negatives"}
-            print(f"  round {round_index + 1}/{args.rounds} {arm}: {shown}", file=sys.stderr, flush=True)
-    return results
+    """Every arm ``--rounds`` times in a fresh process (``child_process.round_robin``; ``rss_mib``: its VmHWM). Only
+    the first round keeps the negatives (the same in every round)."""
+    worker_args = ["--pairs-file", str(pairs_file), "--model", str(model), "--batch-size", str(args.batch_size)]
 
+    def run_arm(arm: str, round_index: int) -> dict:
+        run = child_process.run_worker(__file__, arm, folder / f"{arm}-{round_index}.json", worker_args,
+                                       args.threads, args.timeout)
+        if round_index:
+            run.pop("negatives", None)
+        return run
 
-def median(runs: list[dict], key: str) -> float:
-    return statistics.median(run[key] for run in runs)
-
-
-def finished(runs: list[dict]) -> bool:
-    return bool(runs) and not any(run.get("timeout") for run in runs)
+    return child_process.round_robin(list(args.arms), args.rounds, run_arm)
 
 
 def render(args: argparse.Namespace, load_before, results: dict[str, list[dict]], model_words: str,
@@ -268,18 +241,18 @@ def render(args: argparse.Namespace, load_before, results: dict[str, list[dict]]
     good = True
     for arm in args.arms:
         runs = results[arm]
-        if not finished(runs):
+        if not child_process.finished(runs):
             lines.append(f"| {ARM_NAMES[arm]} | > {args.timeout:.0f} s (stopped) | – | – | – | – | – | – |")
             continue
-        if finished(ours):
+        if child_process.finished(ours):
             share, lonely = overlap(ours[0]["negatives"], runs[0]["negatives"])
-            ratio = median(runs, "wall") / median(ours, "wall")
+            ratio = child_process.median(runs, "wall") / child_process.median(ours, "wall")
             good &= arm == "ours" or share >= GOAL_OVERLAP
             shown = f"{share:.2%}"
         else:
             shown, lonely, ratio = "–", "–", float("nan")
-        lines.append(f"| {ARM_NAMES[arm]} | {median(runs, 'wall'):.1f} s | {median(runs, 'command'):.1f} s | "
-                     f"{median(runs, 'rss_mib'):,.0f} MiB | {runs[0]['rows']:,} | {shown} | {lonely} | {ratio:.2f}× |")
+        lines.append(f"| {ARM_NAMES[arm]} | {child_process.median(runs, 'wall'):.1f} s | {child_process.median(runs, 'command'):.1f} s | "
+                     f"{child_process.median(runs, 'rss_mib'):,.0f} MiB | {runs[0]['rows']:,} | {shown} | {lonely} | {ratio:.2f}× |")
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     conditions = common.run_conditions(SCRIPT, args.argv, "cpu", load_before, versions, details)
     report = "\n".join([begin, *conditions, "", "### One mining run", "", *lines, end]) + "\n"
