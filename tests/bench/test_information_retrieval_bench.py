@@ -9,41 +9,21 @@ tests/bench/test_child_process.py covers the child process itself.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import time
-from pathlib import Path
-
 import pytest
-import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "information_retrieval.py"
+from tests.bench._scripts import loaded_bench, run_arms_in_process
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_information_retrieval", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with loaded_bench("information_retrieval") as module:
+        yield module
 
 
 @pytest.fixture
 def in_process_arms(bench, monkeypatch):
-    """Run each arm's worker command in this process (the threads setting restored afterwards)."""
-
-    def run_child(command, timeout, env=None):
-        threads = torch.get_num_threads()
-        start = time.perf_counter()
-        try:
-            code = bench.main(list(command[2:]))
-        finally:
-            torch.set_num_threads(threads)
-        return bench.child_process.ChildResult(code, time.perf_counter() - start, 0.0, "", "", False)
-
-    monkeypatch.setattr(bench.child_process, "run_child", run_child)
+    """Run each arm's worker command in this process."""
+    run_arms_in_process(bench, monkeypatch)
 
 
 def test_the_data_is_distinct_texts_with_one_to_three_relevant_documents(bench, data_root, tmp_path):

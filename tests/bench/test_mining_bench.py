@@ -9,40 +9,22 @@ child's arguments), so the test takes seconds; tests/bench/test_child_process.py
 from __future__ import annotations
 
 import importlib.util
-import sys
-import time
-from pathlib import Path
 
 import pytest
-import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "mining.py"
+from tests.bench._scripts import loaded_bench, run_arms_in_process
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_mining", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with loaded_bench("mining") as module:
+        yield module
 
 
 @pytest.fixture
 def in_process_arms(bench, monkeypatch):
-    """Run each arm's worker command in this process (the threads setting restored afterwards)."""
-
-    def run_child(command, timeout, env=None):
-        threads = torch.get_num_threads()
-        start = time.perf_counter()
-        try:
-            code = bench.main(list(command[2:]))
-        finally:
-            torch.set_num_threads(threads)
-        return bench.child_process.ChildResult(code, time.perf_counter() - start, 0.0, "", "", False)
-
-    monkeypatch.setattr(bench.child_process, "run_child", run_child)
+    """Run each arm's worker command in this process."""
+    run_arms_in_process(bench, monkeypatch)
 
 
 def test_the_pairs_come_from_the_question_files_first(bench, data_root):

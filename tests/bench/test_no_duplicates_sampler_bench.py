@@ -3,23 +3,15 @@ sampler, the ``frequent`` regime) writes its block into a markdown file and find
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "no_duplicates_sampler.py"
+from tests.bench._scripts import loaded_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_no_duplicates_sampler", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with loaded_bench("no_duplicates_sampler") as module:
+        yield module
 
 
 def test_the_regimes_repeat_what_they_say(bench):
