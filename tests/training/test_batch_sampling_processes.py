@@ -1,7 +1,7 @@
 """``data.batch_sampler=no_duplicates`` under ``torchrun`` with 2 processes (gloo, CPU): each process builds its own
 sampler, the two agree on every global batch and on their count (no process waits for a batch the other never
 takes: the hang sentence-transformers' sampler once caused under DDP), and the run ends with the weights of one
-process on the whole batches. The pattern of tests/training/test_multiprocess.py (dropout off)."""
+process on the whole batches. The pattern of tests/training/test_multiprocess.py (dropout off: the conftest's dropout_free_bert)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 import contrastext.cli.train_command  # noqa: F401  (registers the command)
 from contrastext.runtime.run_log import read_log
 from tests.cli.cli_runs import run
-from tests.training.test_multiprocess import dropout_free_bert, on_two_processes  # noqa: F401 - the fixture
+from tests.training.two_processes import on_two_processes
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ def train_argv(output: Path, model: str, data: Path) -> list[str]:
 
 
 def test_two_processes_take_the_same_batches_without_duplicates_as_one(
-    tmp_path, dropout_free_bert, capsys, single_torch_thread  # noqa: F811
+    tmp_path, dropout_free_bert, capsys, single_torch_thread
 ):
     """24 sentences, each twice (48 rows): 6 batches of 8 an epoch, 4 steps; rank r takes batch[r::2]. The one
     process runs in this one, on one thread as each of the two (OMP_NUM_THREADS=1)."""

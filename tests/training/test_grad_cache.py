@@ -19,13 +19,8 @@
 from __future__ import annotations
 
 import copy
-import json
 import math
-import os
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -51,6 +46,7 @@ from contrastext.training.method import total_loss
 from contrastext.training.trainer import Trainer
 from tests.devices import on_device, rng_state
 from tests.training._tiny_training import WORDS, build, make_config
+from tests.training.two_processes import on_two_processes, simcse_argv
 
 TOLERANCE = 1e-5
 
@@ -319,39 +315,18 @@ def test_two_processes_with_gathered_candidates_get_the_single_process_gradients
         assert_same_gradients(torch.load(tmp_path / f"rank{rank}.pt"), expected)
 
 
-def _train(launcher: list[str], output, model: str, data_root, *extra: str) -> subprocess.CompletedProcess:
-    settings = ["train.max_steps=3", "train.epochs=null", "train.batch_size=8", "train.lr=1e-4",
-                "train.eval_every=null", "train.save_every=null", "train.metric_for_best=null",
-                "train.progress_bar=false", "train.report_to=none", "train.log_every=1", "data.limit=64",
-                "data.max_length=8", "eval.tasks=[]", f"model={model}", *extra]
-    command = [*launcher, "-m", "contrastext", "train", "simcse-unsup",
-               *[argument for setting in settings for argument in ("--set", setting)],
-               "--output", str(output), "--data-root", str(data_root)]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
-
-
 @pytest.mark.slow
 def test_trainer_on_two_processes_with_cache_chunk_ends_with_the_weights_of_one_plain_process(
-    tmp_path, minilm_path, data_root
+    tmp_path, dropout_free_bert, data_root, one_process_simcse_run
 ):
     """torchrun, 2 processes x 4 examples in chunks of 2 (gathered candidates, gradients averaged outside DDP)
     against 1 process x 8 examples on the plain path; all-MiniLM-L6-v2 without dropout (masks are per process)."""
-    model = tmp_path / "minilm-no-dropout"
-    shutil.copytree(minilm_path, model)
-    config = json.loads((model / "config.json").read_text())
-    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    (model / "config.json").write_text(json.dumps(config))
-    torchrun = Path(sys.executable).with_name("torchrun")
-    two = _train([str(torchrun), "--standalone", "--nproc_per_node", "2"], tmp_path / "two", str(model), data_root,
-                 "train.cache_chunk=2")
-    assert two.returncode == 0, two.stderr[-3000:]
-    one = _train([sys.executable], tmp_path / "one", str(model), data_root)
-    assert one.returncode == 0, one.stderr[-3000:]
-    weights = {run: load_file(str(tmp_path / run / "final" / "encoder" / "model.safetensors")) for run in ("one", "two")}
+    on_two_processes(simcse_argv(tmp_path / "two", dropout_free_bert, data_root, "train.cache_chunk=2"))
+    folders = {"one": one_process_simcse_run, "two": tmp_path / "two"}
+    weights = {run: load_file(str(folder / "final" / "encoder" / "model.safetensors")) for run, folder in folders.items()}
     for name in weights["one"]:
         assert torch.allclose(weights["two"][name], weights["one"][name], atol=TOLERANCE, rtol=0), name
-    losses = {run: [r["loss"] for r in read_log(tmp_path / run / "train_log.jsonl")] for run in ("one", "two")}
+    losses = {run: [r["loss"] for r in read_log(folder / "train_log.jsonl")] for run, folder in folders.items()}
     assert len(losses["one"]) == 3 and losses["two"] == pytest.approx(losses["one"], abs=TOLERANCE)
 
 
