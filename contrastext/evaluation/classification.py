@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from contrastext.data.examples import Example
 from contrastext.data.task_kinds import CLASSIFICATION_KINDS, SCORED_PAIR_KINDS
@@ -44,6 +41,9 @@ from contrastext.evaluation.metrics import (
     spearman,
 )
 from contrastext.evaluation.sts import EncodeFn, embed_unique
+
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
 
 C_GRID: tuple[float, ...] = tuple(2.0**power for power in range(-2, 4))
 CV_FOLDS = 5
@@ -89,6 +89,10 @@ def check_probe_training(train: Sequence[Example], path, cross_validated: bool, 
 
 
 def _classifier(C: float, seed: int) -> Pipeline:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=2000, random_state=seed))
 
 
@@ -106,6 +110,9 @@ def _scores_along_c_path(
     The fits run along the increasing C grid with warm starts (as ``LogisticRegressionCV`` does), which
     gives the same optimum as independent fits in a fraction of the iterations.
     """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
     scaler = StandardScaler().fit(fit_x)
     fit_x, score_x = scaler.transform(fit_x), scaler.transform(score_x)
     model = LogisticRegression(max_iter=2000, random_state=seed, warm_start=True)
@@ -142,6 +149,8 @@ def fit_probe(
         folds = min(CV_FOLDS, int(counts.min()))
         if folds < 2:
             raise ValueError("cross-validation needs at least 2 training examples of every class")
+        from sklearn.model_selection import StratifiedKFold
+
         splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
         totals = np.zeros(len(c_grid))
         for fit_index, held_index in splitter.split(train_x, train_y):

@@ -22,9 +22,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from scipy.spatial.distance import pdist
-from scipy.special import logsumexp
-from sklearn.preprocessing import normalize
 
 from contrastext.evaluation.sts import EncodeFn, embed_unique
 
@@ -37,6 +34,8 @@ def _unit_rows(embeddings: np.ndarray, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be a 2-D array (n, dim), got shape {tuple(array.shape)}")
     if not np.isfinite(array).all():
         raise ValueError(f"{name} contains NaN or infinite values")
+    from sklearn.preprocessing import normalize
+
     return normalize(array)
 
 
@@ -55,6 +54,9 @@ def uniformity(embeddings: np.ndarray, t: float = 2.0) -> float:
     unit = _unit_rows(embeddings, "embeddings")
     if unit.shape[0] < 2:
         raise ValueError(f"uniformity needs at least 2 embeddings, got {unit.shape[0]}")
+    from scipy.spatial.distance import pdist
+    from scipy.special import logsumexp
+
     squared = pdist(unit, metric="sqeuclidean")
     return float(logsumexp(-t * squared) - np.log(squared.size))
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats
-from sklearn import metrics as sk_metrics
 
 ArrayLike = Sequence[float] | Sequence[int] | np.ndarray
 
@@ -55,6 +53,8 @@ def _scaled(value: float, percent: bool) -> float:
 def accuracy(predictions: ArrayLike, labels: ArrayLike, percent: bool = False) -> float:
     """Fraction of predictions equal to their label (``sklearn.metrics.accuracy_score``)."""
     predictions, labels = _checked_pair(predictions, labels)
+    from sklearn import metrics as sk_metrics
+
     return _scaled(sk_metrics.accuracy_score(labels, predictions), percent)
 
 
@@ -71,6 +71,8 @@ def f1(predictions: ArrayLike, labels: ArrayLike, average: str | None = None, pe
         average = "binary" if classes <= {0, 1} else "macro"
     if average not in {"binary", "macro", "micro", "weighted"}:
         raise ValueError(f"average must be binary, macro, micro or weighted, got {average!r}")
+    from sklearn import metrics as sk_metrics
+
     return _scaled(sk_metrics.f1_score(labels, predictions, average=average, zero_division=0), percent)
 
 
@@ -82,6 +84,8 @@ def macro_f1(predictions: ArrayLike, labels: ArrayLike, percent: bool = False) -
 def matthews(predictions: ArrayLike, labels: ArrayLike, percent: bool = False) -> float:
     """Matthews correlation coefficient (``sklearn.metrics.matthews_corrcoef``), CoLA's metric."""
     predictions, labels = _checked_pair(predictions, labels)
+    from sklearn import metrics as sk_metrics
+
     return _scaled(sk_metrics.matthews_corrcoef(labels, predictions), percent)
 
 
@@ -90,6 +94,8 @@ def pearson(predictions: ArrayLike, labels: ArrayLike, percent: bool = False) ->
     predictions, labels = _checked_pair(predictions, labels)
     if len(predictions) < 2:
         raise ValueError("a correlation needs at least 2 values, got 1")
+    from scipy import stats
+
     return _scaled(stats.pearsonr(predictions.astype(np.float64), labels.astype(np.float64))[0], percent)
 
 
@@ -98,6 +104,8 @@ def spearman(predictions: ArrayLike, labels: ArrayLike, percent: bool = False) -
     predictions, labels = _checked_pair(predictions, labels)
     if len(predictions) < 2:
         raise ValueError("a correlation needs at least 2 values, got 1")
+    from scipy import stats
+
     return _scaled(stats.spearmanr(predictions, labels)[0], percent)
 
 

@@ -34,7 +34,6 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
-from sklearn.metrics.pairwise import paired_cosine_distances
 
 from contrastext.data.examples import Example
 from contrastext.errors import EmptyDataError, NonFiniteError
@@ -96,6 +95,8 @@ def cosine_predictions(pairs: Sequence[Example], embeddings: dict[str, np.ndarra
     """Cosine similarity of the two embeddings of every pair."""
     left = np.stack([embeddings[example.texts[0]] for example in pairs])
     right = np.stack([embeddings[example.texts[1]] for example in pairs])
+    from sklearn.metrics.pairwise import paired_cosine_distances
+
     return 1.0 - paired_cosine_distances(left, right)
 
 
