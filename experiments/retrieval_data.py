@@ -13,12 +13,16 @@ same premise is in the corpus, so every query has a lexically close distractor.
 - The training pairs ``(anchor, positive)`` are the training premises with their entailed hypotheses; a pair whose
   hypothesis is also relevant to an evaluation query is left out (counted in the manifest). The contradictions
   are not in the pairs: hard negatives are the miner's job (``contrastext mine``).
+- ``train_triplets.csv`` ``(anchor, positive, negative)``: the same training rows with the file's own hard
+  negative, the contradicted hypothesis (SimCSE's supervised triplets), for rows where neither hypothesis is
+  relevant to an evaluation query.
 
 Written to ``--output`` (a new folder; an existing non-empty one is refused):
 
     corpus.jsonl  queries.jsonl  qrels/test.tsv  qrels/dev.tsv   the BEIR layout (``ir:FOLDER@test``)
     corpus.txt                                                   the corpus texts, one a line (``encode -i``)
     train_pairs.csv                                              anchor,positive
+    train_triplets.csv                                           anchor,positive,negative
     manifest.json                                                the counts, the seed, the source's sha256
 
 The held-out part is ours (a seeded split of SNLI dev + test): state it beside every number built on it.
@@ -85,11 +89,17 @@ def build(data_root: Path, seed: int, test_queries: int, dev_queries: int) -> di
     relevant_texts = {text for split_premises in held_out.values() for p in split_premises for text in entailed_by[p]}
     all_pairs = [(premise, text) for premise in training for text in entailed_by[premise]]
     pairs = [(premise, text) for premise, text in all_pairs if text not in relevant_texts]
+    training_premises = set(training)
+    triplets = sorted({
+        row for row in rows
+        if row[0] in training_premises and row[1] not in relevant_texts and row[2] not in relevant_texts
+    })
     return {
         "corpus": {document_id[text]: text for text in hypotheses},
         "queries": queries,
         "qrels": qrels,
         "pairs": pairs,
+        "triplets": triplets,
         "manifest": {
             "source": str(SOURCE),
             "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
@@ -99,6 +109,7 @@ def build(data_root: Path, seed: int, test_queries: int, dev_queries: int) -> di
             "qrels": {split: len(judged) for split, judged in qrels.items()},
             "train_pairs": len(pairs),
             "train_pairs_left_out": len(all_pairs) - len(pairs),
+            "train_triplets": len(triplets),
         },
     }
 
@@ -117,11 +128,17 @@ def write(built: dict, output: Path) -> None:
         with (output / "qrels" / f"{split}.tsv").open("w", encoding="utf-8") as stream:
             stream.write("query-id\tcorpus-id\tscore\n")
             stream.writelines(f"{query}\t{document}\t1\n" for query, document in judged)
-    with (output / "train_pairs.csv").open("w", encoding="utf-8", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(["anchor", "positive"])
-        writer.writerows(built["pairs"])
+    write_table(output / "train_pairs.csv", ("anchor", "positive"), built["pairs"])
+    write_table(output / "train_triplets.csv", ("anchor", "positive", "negative"), built["triplets"])
     (output / "manifest.json").write_text(json.dumps(built["manifest"], indent=1) + "\n", encoding="utf-8")
+
+
+def write_table(path: Path, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """A CSV file with a header row."""
+    with path.open("w", encoding="utf-8", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(header)
+        writer.writerows(rows)
 
 
 def main(argv: list[str] | None = None) -> int:

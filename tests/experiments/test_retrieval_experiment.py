@@ -29,6 +29,9 @@ def test_the_split_keeps_every_evaluation_text_out_of_training(built):
     assert built["manifest"]["corpus"] == len(built["corpus"]) >= 10_000  # issue 23's corpus of >= 10k texts
     assert built["manifest"]["queries"] == {"test": 1000, "dev": 500}
     assert len(built["pairs"]) == built["manifest"]["train_pairs"] > 4000
+    assert len(built["triplets"]) == built["manifest"]["train_triplets"] > 4000
+    assert not {anchor for anchor, _, _ in built["triplets"]} & queries
+    assert not {text for _, positive, negative in built["triplets"] for text in (positive, negative)} & relevant
 
 
 def test_the_folder_is_a_beir_folder_that_ir_reads(built, tmp_path):
