@@ -106,7 +106,7 @@ def make_queries(corpus: list[str], count: int) -> tuple[list[str], list[list[in
     for _ in range(count):
         target = draw.randrange(len(corpus))
         words = corpus[target].split()
-        kept = sorted(draw.sample(range(len(words)), max(3, min(len(words), round(len(words) * KEPT_SHARE)))))
+        kept = sorted(draw.sample(range(len(words)), min(len(words), max(3, round(len(words) * KEPT_SHARE)))))
         queries.append(" ".join(words[i] for i in kept))
         others = {draw.randrange(len(corpus)) for _ in range(draw.randint(0, 2))} - {target}
         relevant.append([target, *sorted(others)])
