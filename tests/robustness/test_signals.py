@@ -144,6 +144,7 @@ def test_trainer_stops_after_the_step_s_checkpoint_and_resumes_to_the_same_weigh
     Trainer(reference, sentences(), make_config(tmp_path / "reference")).train()
 
     mine = []
+    interrupt = signal.getsignal(signal.SIGINT)  # SIG_IGN in a job started with & by a shell without job control
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: mine.append(signum))
     try:
         stopped = build(minilm_path, SignalledMethod)
@@ -152,7 +153,7 @@ def test_trainer_stops_after_the_step_s_checkpoint_and_resumes_to_the_same_weigh
         assert signal.getsignal(signal.SIGTERM) is not None and not mine
         handler = signal.getsignal(signal.SIGTERM)
         assert callable(handler) and handler.__name__ == "<lambda>"  # the user's handler is back
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # SIGINT never touched
+        assert signal.getsignal(signal.SIGINT) is interrupt  # SIGINT never touched
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert stop.value.step == 3 and stop.value.checkpoint == tmp_path / "run" / "checkpoints" / "step-000003"
@@ -181,10 +182,10 @@ def test_the_watch_installs_only_in_the_main_thread_and_puts_the_previous_handle
 
     from contrastext.runtime.signals import PreemptionWatch
 
-    before = signal.getsignal(signal.SIGTERM)
+    before, interrupt = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     with PreemptionWatch() as watch:
         assert watch.installed and signal.getsignal(signal.SIGTERM) == watch._handle
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is interrupt  # SIGINT never touched
     assert signal.getsignal(signal.SIGTERM) == before
 
     seen = {}
