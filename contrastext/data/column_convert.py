@@ -1,0 +1,244 @@
+"""Streaming conversion of a pair file (CSV / TSV / JSONL) or a local ``datasets`` split to a column store.
+
+A training file of 100M rows does not fit in memory as Python :class:`~contrastext.data.examples.Example`
+objects (~0.7 GB per million pairs). :func:`column_examples` converts it once, chunk by chunk (bounded memory,
+:data:`CHUNK_ROWS` rows at a time), into a folder that :class:`~contrastext.data.column_store.ColumnExamples`
+memory-maps:
+
+- ``texts.arrow``: an Arrow IPC file, one string column a text column (``text_0`` …) and ``line``
+  (the row's line in the file, for ``path:line`` sources);
+- ``lengths.int32``: each row's length, the sum of its texts' lengths in characters (``len(text)``, what
+  ``train.group_by_length`` sorts on in memory), raw little-endian int32;
+- ``hashes.uint64``: each text's 64-bit xxh3 hash, row after row (n × columns), what the no-duplicates sampler
+  compares instead of the strings (two different texts with one hash, p ≈ n²/2⁶⁵, would be kept apart too);
+- ``meta.json``: the file it came from, its columns, the rows kept and the rows dropped as blank.
+
+The rows are read exactly as the in-memory path reads them (the same row readers, texts stripped, an empty text,
+a missing column or a bad line a DataFormatError naming ``path:line``), and rows holding a text that is blank once
+tokenised (:func:`~contrastext.data.quality.is_blank`) are dropped during the conversion, counted in
+``meta.json`` with the first one's source.
+
+The folder lives in a cache directory (``cache_dir``, else ``$CONTRASTEXT_CACHE/columns``, else
+``~/.cache/contrastext/columns``), never beside the input, named by a key of the input's fingerprint
+(:mod:`contrastext.runtime.fingerprint`: size, modification time and hashes), its resolved path and the columns
+read: a second run on the same file opens the store at once; a changed file is converted again. The folder is
+written under a temporary name and renamed when complete, so an interrupted conversion leaves no store behind.
+
+Example::
+
+    >>> store = column_examples("pairs.csv", ["anchor", "positive"])   # converts once, then memory-maps
+    >>> len(store), store[0].texts, store.lengths[:3]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from contrastext.data.column_store import HASHES, LENGTHS, META, TEXTS, ColumnExamples, text_field
+from contrastext.data.quality import is_blank
+from contrastext.data.readers.lines import (
+    PathLike,
+    iter_csv_rows,
+    require_columns,
+    require_file,
+    require_text,
+    source,
+)
+from contrastext.data.readers.table import FORMAT_BY_SUFFIX, _as_text, json_records
+from contrastext.errors import DataFormatError, EmptyDataError
+from contrastext.runtime.fingerprint import fingerprint
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+"""Bumped when the store's layout changes: older stores are converted again."""
+
+CHUNK_ROWS = 65_536
+"""Rows held in Python at a time during a conversion."""
+
+CACHE_ENV = "CONTRASTEXT_CACHE"
+
+Row = tuple[int, tuple[str, ...]]
+
+
+def default_cache_dir() -> Path:
+    """``$CONTRASTEXT_CACHE/columns``, else ``$XDG_CACHE_HOME/contrastext/columns`` (``~/.cache`` by default)."""
+    given = os.environ.get(CACHE_ENV)
+    if given:
+        return Path(given).expanduser() / "columns"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "contrastext" / "columns"
+
+
+def store_key(path: PathLike, text_columns: Sequence[str], split: str | None = None) -> str:
+    """The cache folder's name: a hash of the input's fingerprint, resolved path, split and the columns read."""
+    record = {
+        "version": FORMAT_VERSION,
+        "path": str(Path(path).expanduser().resolve()),
+        "given": str(path),  # the sources name the file as given
+        "split": split,
+        "columns": list(text_columns),
+        "fingerprint": fingerprint(Path(path).expanduser()),
+    }
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def file_rows(path: PathLike, text_columns: Sequence[str]) -> Iterator[Row]:
+    """``(line, texts)`` of a CSV / TSV / JSONL file, read and checked as :func:`~contrastext.data.readers.table.
+    read_table` reads it (header, column count, texts stripped, an empty text an error naming ``path:line``)."""
+    file = require_file(path)
+    file_format = FORMAT_BY_SUFFIX.get(file.suffix.lower())
+    if file_format is None:
+        raise ValueError(f"cannot tell the format of {file} from its suffix; use .csv, .tsv or .jsonl")
+    if file_format == "jsonl":
+        return record_rows(file, json_records(file), text_columns)
+    return _csv_rows(file, iter_csv_rows(file, delimiter="," if file_format == "csv" else "\t"), text_columns)
+
+
+def _csv_rows(path: Path, rows: Iterator[tuple[int, list[str]]], text_columns: Sequence[str]) -> Iterator[Row]:
+    first = next(rows, None)
+    if first is None:
+        raise DataFormatError(path, None, "the file is empty")
+    first_line, first_fields = first
+    header = [name.strip() for name in first_fields]
+    if not all(name in header for name in text_columns):
+        raise DataFormatError(
+            path, first_line,
+            f"expected a header row naming the columns {', '.join(text_columns)}; found {first_fields!r}",
+        )  # fmt: skip
+    positions = [header.index(name) for name in text_columns]
+    for line, fields in rows:
+        require_columns(path, line, fields, header)
+        yield line, tuple(require_text(path, line, fields[index], header[index]) for index in positions)
+
+
+def record_rows(where: PathLike, records: Iterable[tuple[int, dict]], text_columns: Sequence[str]) -> Iterator[Row]:
+    """``(line, texts)`` of JSON objects or dataset rows, checked as :func:`~contrastext.data.readers.table.
+    read_records` checks them (a missing key, a value that is not text, an empty text: ``where:line``)."""
+    for line, record in records:
+        texts = []
+        for column in text_columns:
+            if column not in record:
+                raise DataFormatError(where, line, f"missing key {column!r}; keys are {', '.join(record)}")
+            texts.append(require_text(where, line, _as_text(where, line, record[column], column), column))
+        yield line, tuple(texts)
+
+
+def column_examples(
+    path: PathLike,
+    text_columns: Sequence[str],
+    cache_dir: PathLike | None = None,
+    progress: bool | None = None,
+) -> ColumnExamples:
+    """The column store of ``path``'s ``text_columns`` (a CSV / TSV / JSONL file): converted on the first call,
+    opened from the cache afterwards. ``progress``: a progress bar (None: when stderr is a terminal)."""
+    file = require_file(Path(path).expanduser())
+    folder = Path(cache_dir or default_cache_dir()).expanduser() / store_key(file, text_columns)
+    if not (folder / META).is_file():
+        convert(file_rows(file, text_columns), folder, str(file), list(text_columns), progress)
+    return ColumnExamples(folder)
+
+
+def dataset_column_examples(
+    dataset: PathLike,
+    split: str | None,
+    text_columns: Sequence[str],
+    cache_dir: PathLike | None = None,
+    progress: bool | None = None,
+) -> ColumnExamples:
+    """:func:`column_examples` for one split of a local ``datasets`` folder (``save_to_disk`` or data files),
+    its rows streamed from ``datasets``' memory-mapped table; errors name ``<dataset>[<split>]:<row>``."""
+    from contrastext.data.readers.hf_datasets import open_dataset_split
+
+    folder = Path(cache_dir or default_cache_dir()).expanduser() / store_key(dataset, text_columns, split or "")
+    if not (folder / META).is_file():
+        opened = open_dataset_split(str(dataset), split)
+        rows = record_rows(opened.where, opened.records(), text_columns)
+        convert(rows, folder, opened.where, list(text_columns), progress)
+    return ColumnExamples(folder)
+
+
+def convert(rows: Iterable[Row], folder: Path, where: str, columns: list[str], progress: bool | None = None) -> None:
+    """Write ``rows`` as a column store into ``folder`` (see the module docstring), :data:`CHUNK_ROWS` at a time.
+
+    Rows with a blank text are dropped and counted; no row left is an EmptyDataError naming ``where``."""
+    import pyarrow as pa
+    import xxhash
+    from tqdm import tqdm
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = folder.parent / f"{folder.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    schema = pa.schema([*(pa.field(text_field(i), pa.string()) for i in range(len(columns))),
+                        pa.field("line", pa.int64())])  # fmt: skip
+    kept = dropped = 0
+    first_dropped: str | None = None
+    started = time.perf_counter()
+    bar = tqdm(desc=f"data: converting {Path(where).name} to columns", unit=" rows", unit_scale=True,
+               disable=None if progress is None else not progress)  # fmt: skip
+    try:
+        with (pa.OSFile(str(partial / TEXTS), "wb") as sink, pa.ipc.new_file(sink, schema) as writer,
+              open(partial / LENGTHS, "wb") as lengths, open(partial / HASHES, "wb") as hashes):  # fmt: skip
+            chunk: list[Row] = []
+            for line, texts in rows:
+                if any(is_blank(text) for text in texts):
+                    dropped += 1
+                    first_dropped = first_dropped or source(where, line)
+                    continue
+                chunk.append((line, texts))
+                if len(chunk) == CHUNK_ROWS:
+                    _write_chunk(chunk, len(columns), writer, lengths, hashes, pa, xxhash)
+                    kept += len(chunk)
+                    bar.update(len(chunk))
+                    chunk = []
+            if chunk:
+                _write_chunk(chunk, len(columns), writer, lengths, hashes, pa, xxhash)
+                kept += len(chunk)
+                bar.update(len(chunk))
+        if not kept:
+            what = f"every row holds a blank text (the first at {first_dropped})" if dropped else (
+                "the file is empty or holds a header only")
+            raise EmptyDataError(f"{where}: no example: {what}")
+        meta = {"version": FORMAT_VERSION, "where": where, "columns": columns, "rows": kept,
+                "dropped_blank": dropped, "first_dropped": first_dropped}  # fmt: skip
+        (partial / META).write_text(json.dumps(meta, indent=1) + "\n")
+        try:
+            partial.rename(folder)
+        except OSError:  # another process converted the same file first: its store is the same
+            shutil.rmtree(partial, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    finally:
+        bar.close()
+    logger.info("data: %s converted to a column store in %.1f s: %d rows (%d blank dropped) in %s",
+                where, time.perf_counter() - started, kept, dropped, folder)  # fmt: skip
+
+
+def _write_chunk(chunk: list[Row], width: int, writer, lengths, hashes, pa, xxhash) -> None:
+    columns = [[texts[position] for _, texts in chunk] for position in range(width)]
+    arrays = [pa.array(column, type=pa.string()) for column in columns]
+    arrays.append(pa.array([line for line, _ in chunk], type=pa.int64()))
+    names = [*(text_field(position) for position in range(width)), "line"]
+    writer.write_batch(pa.record_batch(arrays, names=names))
+    row_lengths = np.zeros(len(chunk), dtype=np.int64)
+    for column in columns:
+        row_lengths += np.fromiter(map(len, column), dtype=np.int64, count=len(chunk))
+    lengths.write(row_lengths.astype("<i4").tobytes())
+    digest = xxhash.xxh3_64_intdigest
+    flat = np.fromiter((digest(text.encode()) for _, texts in chunk for text in texts), dtype=np.uint64,
+                       count=len(chunk) * width)  # fmt: skip
+    hashes.write(flat.astype("<u8").tobytes())
+
+
+__all__ = ["CHUNK_ROWS", "column_examples", "convert", "dataset_column_examples", "default_cache_dir", "file_rows",
+           "record_rows", "store_key"]
