@@ -111,3 +111,16 @@ def test_a_run_spec_is_read_with_the_columns_read_texts_chooses(tmp_path):
     sentences.write_text("one\ntwo\n")
     with pytest.raises(ConfigError, match="one sentence a line"):
         read_text_columns(DataSpec(path=str(sentences)), "sentences", "simcse-unsup", cache_dir=tmp_path / "cache")
+
+
+def test_a_datasets_folder_is_streamed_into_a_store(tmp_path):
+    from datasets import Dataset
+
+    from contrastext.data.column_convert import dataset_column_examples
+
+    folder = tmp_path / "pairs"
+    Dataset.from_dict({"anchor": [a for a, _ in ROWS], "positive": [p for _, p in ROWS]}).save_to_disk(str(folder))
+    store = dataset_column_examples(folder, None, ["anchor", "positive"], cache_dir=tmp_path / "cache", progress=False)
+    spec = DataSpec(dataset=str(folder))
+    assert list(store) == drop_blank(list(read_texts(spec, "pairs", "mnrl").examples))[0]
+    assert store.dropped_blank == 1
