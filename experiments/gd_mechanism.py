@@ -45,10 +45,7 @@ import argparse
 import hashlib
 import json
 import math
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -56,6 +53,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 from torch.nn import functional as F
+
+from contrastext.runtime.provenance import provenance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -226,38 +225,6 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-# ------------------------------------------------------------------------------------------ provenance
-
-
-def provenance() -> dict:
-    """Git commit and dirty flag, library versions, thread count, CPU model."""
-    import transformers
-
-    def git(*command: str) -> str:
-        result = subprocess.run(["git", *command], cwd=REPO, capture_output=True, text=True, check=False)
-        return result.stdout.strip()
-
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")), platform.processor()
-    )
-    return {
-        "git_commit": git("rev-parse", "HEAD"),
-        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-        "script_committed": not git("status", "--porcelain", "--", str(Path(__file__).resolve())),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu,
-    }
-
-
-def _cpuinfo() -> list[str]:
-    path = Path("/proc/cpuinfo")
-    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-
-
 # ---------------------------------------------------------------------------------------------- report
 
 
@@ -280,6 +247,7 @@ def markdown(record: dict) -> str:
         rows.append([name, *cells, _g(loss["top_over_bottom"]), loss["verdict"]])
     s = record["settings"]
     p = record["provenance"]
+    versions = p.get("versions", p)  # records before contrastext.runtime.provenance held them flat
     run = record["run"]
     fading = [name for name, loss in record["losses"].items() if loss["verdict"] == "fades"]
     steady = [name for name, loss in record["losses"].items() if loss["verdict"] != "fades"]
@@ -310,7 +278,7 @@ on a sentence-tuned encoder); it says nothing about margins outside it, and a lo
 anchor here shows no zeros.
 
 Provenance: git {p['git_commit'][:12]}{' (tree dirty)' if p['git_dirty'] else ''}{'' if p.get('script_committed', True) else ', this script modified'}, Python {p['python']},
-torch {p['torch']}, transformers {p['transformers']}, {p['torch_threads']} torch threads, {p['cpu_count']} CPUs
+torch {versions['torch']}, transformers {versions['transformers']}, {p['torch_threads']} torch threads, {p['cpu_count']} CPUs
 ({p['cpu_model']}); wall {run['wall_s']:.1f} s, CPU {run['cpu_s']:.1f} s, load average before
 {run['load_before']} / after {run['load_after']}. Command: `{record['command']}`.
 """

@@ -5,7 +5,8 @@ An experiment is a list of *runs*, each one training (or one measurement) named 
 records live in ``docs/results/<name>.json``: a list of dicts
 
     {"setting": str, "seed": int, "config": {...}, "metrics": {...}, "wall_s": float,
-     "load_before": [1, 5, 15 min], "load_after": [...], "finished_at": ISO time}
+     "load_before": [1, 5, 15 min], "load_after": [...], "finished_at": ISO time,
+     "provenance": {commit, dirty flag, versions, threads, CPU, CPU vs wall time}}  # contrastext.runtime.provenance
 
 A run whose ``(setting, seed)`` is already in the file is skipped, so an experiment can be spread over several
 sittings: ``--budget-minutes N`` stops starting new runs once the next one (estimated from the mean of the runs
@@ -49,6 +50,8 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+
+from contrastext.runtime.provenance import provenance, provenance_line
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "docs" / "results"
@@ -135,6 +138,7 @@ class RecordStore:
             "load_before": run.load_before,
             "load_after": run.load_after,
             "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "provenance": provenance(),  # commit, dirty flag, versions, threads, CPU, CPU vs wall time
             **extra,
         }
         self.records = [r for r in self.records if not (r["setting"] == setting and r["seed"] == seed)]
@@ -377,11 +381,19 @@ def machine_line(store: RecordStore) -> str:
     )
 
 
+def provenance_note(store: RecordStore) -> str:
+    """The line "Latest run: git ..., versions, threads, CPU." from the newest record with a provenance of
+    :mod:`contrastext.runtime.provenance` ("" when none has one: records made before it)."""
+    latest = next((r["provenance"] for r in reversed(store.records)
+                   if isinstance(r.get("provenance"), dict) and "git_commit" in r["provenance"]), None)
+    return "" if latest is None else f"Latest run: {provenance_line(latest)}.\n"
+
+
 def write_report(store: RecordStore, markdown: str) -> Path:
-    """Write ``<name>.md`` beside the JSON (the machine line appended)."""
+    """Write ``<name>.md`` beside the JSON (the latest run's provenance and the machine line appended)."""
     path = store.results_dir / f"{store.name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown.rstrip() + "\n\n" + machine_line(store) + "\n", encoding="utf-8")
+    path.write_text(markdown.rstrip() + "\n\n" + provenance_note(store) + machine_line(store) + "\n", encoding="utf-8")
     return path
 
 

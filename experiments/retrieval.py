@@ -42,7 +42,6 @@ Example::
 from __future__ import annotations
 
 import json
-import platform
 import shutil
 import statistics
 import subprocess
@@ -50,6 +49,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from contrastext.runtime.provenance import provenance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -71,24 +72,6 @@ COMPARISONS = (("mined", "in-batch"), ("bank", "in-batch"), ("bank", "mined"), (
 POST_HOC = {"contradictions"}
 DEFAULTS = {"seeds": [1, 2, 3, 4, 5], "epochs": 1, "batch_size": 64}
 CONTRASTEXT = [sys.executable, "-m", "contrastext"]
-
-
-def provenance() -> dict:
-    """The commit, the library versions and the machine, kept in every record."""
-    import sentence_transformers
-    import torch
-    import transformers
-
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=harness.REPO, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=harness.REPO, capture_output=True, text=True)
-    return {
-        "commit": commit.stdout.strip(),
-        "dirty": bool(dirty.stdout.strip()),
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "sentence_transformers": sentence_transformers.__version__, "python": platform.python_version()},
-        "threads": torch.get_num_threads(),
-        "cpu": platform.processor() or platform.machine(),
-    }
 
 
 def run_command(arguments: list[str]) -> None:

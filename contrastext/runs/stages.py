@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from contrastext.data.examples import Example
 from contrastext.runtime.processes import is_main_process, rank_and_world_size
 from contrastext.runtime.seeding import set_seed
@@ -54,6 +56,7 @@ class MethodBundle:
     evaluator: Callable[[Method], dict[str, float]] | None
     final_report: Callable[[Method], dict] | None = None
     batch_sampler: Any = None  # optional: a sampler with ``batches(epoch)`` (multi-task sampling)
+    method_args: dict | None = None  # the resolved method_args (defaults included), kept in provenance.json
 
 
 def stage_config(
@@ -124,9 +127,13 @@ def stage_limit(
 
 def seeded_build(build: Callable[..., MethodBundle], config: TrainConfig, args, data_root: Path | None) -> MethodBundle:
     """``build(config, args, data_root)`` after seeding with the run's seed, so the parameters a method
-    initialises when it is built (projection MLPs, heads, critics, memory banks) are the same for the same seed."""
+    initialises when it is built (projection MLPs, heads, critics, memory banks) are the same for the same seed.
+    The bundle keeps ``args`` dumped (every key, defaults included) for the run's ``provenance.json``."""
     set_seed(config.train_seed)
-    return build(config, args, data_root)
+    bundle = build(config, args, data_root)
+    if isinstance(bundle, MethodBundle) and bundle.method_args is None and isinstance(args, BaseModel):
+        bundle.method_args = args.model_dump(mode="json")
+    return bundle
 
 
 def write_summary(folder: str | Path, payload: dict, name: str = METRICS_FILE) -> Path:
@@ -172,7 +179,8 @@ def run_training(config: TrainConfig, bundle: MethodBundle, resume: bool | str |
     from contrastext.training.trainer import Trainer
 
     trainer = Trainer(
-        bundle.method, bundle.train_examples, config, evaluator=bundle.evaluator, batch_sampler=bundle.batch_sampler
+        bundle.method, bundle.train_examples, config, evaluator=bundle.evaluator, batch_sampler=bundle.batch_sampler,
+        method_args=getattr(bundle, "method_args", None),
     )
     result = trainer.train(resume=resume)
     # The last evaluation scored the final weights; they are the weights to report when they were the best or

@@ -86,6 +86,7 @@ from contrastext.training.resume_check import (
     resumes_in_place,
     run_folder_of,
 )
+from contrastext.training.run_record import RunRecord
 from contrastext.training.schedules import optimizer_from_config, scheduler_from_config
 
 logger = logging.getLogger("contrastext.training")
@@ -238,6 +239,9 @@ class Trainer:
 
     ``batch_sampler`` (optional) is any object with ``batches(epoch) -> list[list[int]]`` that is a pure
     function of the epoch, e.g. :class:`~contrastext.data.sampling.MultiTaskBatchSampler`.
+
+    ``method_args`` (optional): the recipe's method_args as its own model resolved them (defaults included),
+    kept in the run's ``provenance.json`` (:mod:`contrastext.training.run_record`) beside ``config.yaml``.
     """
 
     def __init__(
@@ -247,6 +251,7 @@ class Trainer:
         config: TrainConfig,
         evaluator: Evaluator | None = None,
         batch_sampler=None,
+        method_args: dict | None = None,
     ) -> None:
         if not train_examples:
             raise ConfigError(
@@ -259,6 +264,7 @@ class Trainer:
         self.output_dir = Path(config.output_dir)
         self.seed = config.train_seed
         self.batch_sampler = batch_sampler or self._default_sampler()
+        self.record = RunRecord(self.output_dir, method_args)  # provenance.json (run_record.py)
         check_cache_chunk(method, config)  # train.cache_chunk needs a method with cached gradients
 
     def _default_sampler(self):
@@ -363,6 +369,8 @@ class Trainer:
         folder = run.last_checkpoint
         if folder is None or folder.name != checkpoint_name(run.state.step):
             self._save_checkpoint(run)
+        if run.main:
+            self.record.end(run.state.step, preempted=True)
         run.accelerator.wait_for_everyone()
         run.log.close()
         checkpoint = self.output_dir / "checkpoints" / checkpoint_name(run.state.step)
@@ -413,6 +421,7 @@ class Trainer:
         run = _Run(accelerator, model, method, optimizer, scheduler, run_log, state, result, total_steps)
         if main:  # recorded at the start, written into every checkpoint, compared by a resume
             run.data_fingerprint = data_fingerprints(data_inputs(self.config))
+            self.record.start(state.step, run.data_fingerprint, fresh=not resume or elsewhere)
         run.stream = self._stream(state.epoch, state.batch_index)
         if self._by_epoch():
             run.epochs_done = self._completed_epochs(state)
@@ -550,6 +559,7 @@ class Trainer:
             final = self.output_dir / "final"
             write_folder_atomically(final, lambda folder: run.method.encoder.save(folder / "encoder"))
             result.final_model_dir = final / "encoder"
+            self.record.end(state.step)
         return result
 
     # ----------------------------------------------------------------------------------------------
