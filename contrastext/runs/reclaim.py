@@ -7,9 +7,10 @@ passes them to the Method as explicit arguments. ``search`` is any registered se
 The memory banks hold one row per training example, so the method is built once the training set is known:
 after ``data.limit`` / ``data.few_shot`` / ``data.label_noise`` (:func:`load_classification_data`) and, for the
 paper's semi-supervised setting (§5.1), after :func:`labelled_subset` has drawn a seeded random
-``method_args.labelled_fraction`` of it (the paper: 1, 5, 10, 20, 30 or 50 % with K = 10)::
+``method_args.labelled_fraction`` of it (the paper: 1, 5, 10, 20, 30 or 50 % with K = 10, which ``k`` then
+defaults to; a ``k`` given in the config or with ``--set`` wins, and a warning says so)::
 
-    contrastext train reclaim --set method_args.labelled_fraction=0.05 --set method_args.k=10
+    contrastext train reclaim --set method_args.labelled_fraction=0.05         # k = 10
 
 Example::
 
@@ -19,11 +20,12 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from contrastext.data.examples import IndexedExample
 from contrastext.errors import ConfigError
@@ -44,6 +46,9 @@ from contrastext.runtime.seeding import make_generator
 from contrastext.training.config import TrainConfig, registered
 
 LABELLED_STREAM = 2  # the draw's own random stream of its seed (few-shot draws use 0, label flips 1)
+SEMI_SUPERVISED_K = 10  # paper §5.1: "in this case, we only use top-10 (K = 10) negative examples"
+
+logger = logging.getLogger("contrastext.runs")
 
 
 class ReclaimArgs(ClassificationArgs):
@@ -61,7 +66,7 @@ class ReclaimArgs(ClassificationArgs):
     )
     k: int = Field(
         default=100, gt=0, description="K nearest negatives per example and per bank (topk); paper §5.1: 100, "
-        "10 in the semi-supervised setting"
+        "and 10 in the semi-supervised setting: with labelled_fraction set and k not given, k is 10"
     )
     negative_reduction: Literal["half_sum", "mean"] = Field(
         default="half_sum", description="each side's K negative terms: ½ Σ (paper Eq. 6) or the mean (1/K) Σ"
@@ -90,11 +95,20 @@ class ReclaimArgs(ClassificationArgs):
     critic_hidden: int = Field(default=64, gt=0, description="width of the critic's layers; paper appendix: 64")
     labelled_fraction: float | None = Field(
         default=None, gt=0, le=1, description="semi-supervised setting (§5.1): train on a seeded random share "
-        "of the labelled training set (the paper: 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, with k=10); None: all of it"
+        "of the labelled training set (the paper: 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, with K = 10: k defaults to 10 "
+        "then, a k given wins); None: all of it"
     )
     labelled_seed: int | None = Field(
         default=None, ge=0, description="seed of the labelled_fraction draw; None: the run's seed"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _semi_supervised_k(cls, values: Any) -> Any:
+        """§5.1: K = 10 in the semi-supervised setting (``labelled_fraction`` set) unless ``k`` is given."""
+        if isinstance(values, dict) and values.get("labelled_fraction") is not None and "k" not in values:
+            return {**values, "k": SEMI_SUPERVISED_K}
+        return values
 
     @field_validator("search")
     @classmethod
@@ -182,8 +196,24 @@ def semi_supervised(config: TrainConfig, args: ReclaimArgs, data: Classification
     return data
 
 
+def say_semi_supervised_k(config: TrainConfig, args: ReclaimArgs) -> None:
+    """With ``labelled_fraction``: a line on the K in force (§5.1's 10, or the k the config gives, which wins)."""
+    if args.labelled_fraction is None:
+        return
+    if "k" in config.method_args:
+        if args.k != SEMI_SUPERVISED_K:
+            logger.warning(
+                "method_args.k=%d given: it wins over the K = %d of the paper's semi-supervised setting (§5.1) that "
+                "method_args.labelled_fraction would set", args.k, SEMI_SUPERVISED_K,
+            )  # fmt: skip
+        return
+    logger.info("method_args.labelled_fraction=%s: k=%d, the paper's semi-supervised K (§5.1); --set method_args.k "
+                "for another", args.labelled_fraction, args.k)
+
+
 def build(config: TrainConfig, args: ReclaimArgs, data_root: Path | None) -> MethodBundle:
     """One RECLAIM fine-tuning run on ``data.task`` (banks sized to the training set)."""
+    say_semi_supervised_k(config, args)
     data = semi_supervised(config, args, load_classification_data(config, args, data_root, seed=config.seed))
     method = reclaim_method(classifier_encoder(config, args), data.task, len(data.train), args)
     description = dict(data.description)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import pytest
@@ -13,7 +14,13 @@ from contrastext.data.tasks import load_task
 from contrastext.errors import ConfigError
 from contrastext.negatives.search import IVFSearch
 from contrastext.runs.data import load_classification_data
-from contrastext.runs.reclaim import ReclaimArgs, build, labelled_subset, search_arguments
+from contrastext.runs.reclaim import (
+    ReclaimArgs,
+    build,
+    labelled_subset,
+    say_semi_supervised_k,
+    search_arguments,
+)
 from contrastext.runs.registry import get_recipe
 from contrastext.runs.stages import run_training
 from contrastext.training.config import validate_method_args
@@ -198,6 +205,27 @@ def test_labelled_fraction_option_builds_banks_for_the_drawn_rows(tmp_path, tiny
     )
     with pytest.raises(ConfigError, match=r"method_args\.labelled_fraction"):
         build(config, args, data_root)
+
+
+def test_labelled_fraction_sets_the_papers_k_of_10_unless_k_is_given(tmp_path, caplog):
+    """§5.1: K = 10 in the semi-supervised setting; a k from the config or --set wins, and a warning says so."""
+    def args_of(*overrides: str) -> tuple:
+        config = recipe_config("reclaim", tmp_path, "bundled:all-MiniLM-L6-v2", *overrides)
+        return config, config.method_args_as(ReclaimArgs)
+
+    assert args_of()[1].k == 100  # supervised: the paper's K = 100
+    config, args = args_of("method_args.labelled_fraction=0.05")
+    assert args.k == 10
+    with caplog.at_level(logging.INFO, logger="contrastext.runs"):
+        say_semi_supervised_k(config, args)
+    assert "k=10, the paper's semi-supervised K" in caplog.text
+    caplog.clear()
+    config, args = args_of("method_args.labelled_fraction=0.05", "method_args.k=50")
+    assert args.k == 50
+    with caplog.at_level(logging.WARNING, logger="contrastext.runs"):
+        say_semi_supervised_k(config, args)
+    assert "method_args.k=50 given: it wins over the K = 10" in caplog.text
+    assert ReclaimArgs(labelled_fraction=0.1).k == 10 and ReclaimArgs(labelled_fraction=0.1, k=100).k == 100
 
 
 # ------------------------------------------------------------------------------------------------ CUDA
