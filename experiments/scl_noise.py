@@ -133,6 +133,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> list[str]:
         "train.overwrite=true",
         "train.progress_bar=false",
         "train.report_to=[]",
+        "method_args.head=linear",  # the head the recorded runs had (the default is now the paper's dense_tanh)
         *fs.loss_overrides(loss),
     ]
     if args.eval_limit:

@@ -1,6 +1,9 @@
 """Task heads on pooled sentence vectors: classification, pair classification, regression.
 
-- ``ClassificationHead``: ``logits = W dropout(z) + b`` for single-text tasks (SST-2, SCL fine-tuning).
+- ``ClassificationHead``: ``logits = W dropout(z) + b`` for single-text tasks (RECLAIM, CAPT, SCL's ``head: linear``).
+- ``DenseTanhHead``: ``logits = W_o dropout(tanh(W_d dropout(z) + b_d)) + b_o``, fairseq's and Hugging Face's
+  ``RobertaClassificationHead`` (dropout → dense(hidden, hidden) → tanh → dropout → out_proj): the head SCL's
+  paper fine-tunes RoBERTa-large with (``method_args.head: dense_tanh``, :data:`SCL_HEADS`).
 - ``PairHead``: logits for a pair ``(u, v)`` from a concatenation of named parts:
   ``u``, ``v``, ``absdiff`` = |u − v|, ``diff`` = u − v, ``prod`` = u ⊙ v.
   The default ``("u", "v", "absdiff")`` is Sentence-BERT's classification objective
@@ -36,6 +39,8 @@ from contrastext.errors import ConfigError, UnknownNameError
 
 PAIR_PARTS: tuple[str, ...] = ("u", "v", "absdiff", "diff", "prod")
 BRANCH_ACTIVATIONS: tuple[str, ...] = ("tanh", "none")
+SCL_HEADS: tuple[str, ...] = ("dense_tanh", "linear")
+"""SCL's ``method_args.head``: ``dense_tanh`` (:class:`DenseTanhHead`) or ``linear`` (:class:`ClassificationHead`)."""
 
 
 class ClassificationHead(nn.Module):
@@ -50,6 +55,31 @@ class ClassificationHead(nn.Module):
 
     def forward(self, pooled: Tensor) -> Tensor:
         return self.linear(self.dropout(pooled))
+
+
+class DenseTanhHead(nn.Module):
+    """Dropout → dense(in, in) → tanh → dropout → out_proj: (batch, in_features) -> (batch, num_labels) logits.
+
+    fairseq's ``RobertaClassificationHead`` (and Hugging Face's, which reads the same [CLS] / <s> vector); with
+    ``squeeze=True`` and one output, a regression score of shape (batch,). Its ``dense`` + tanh is the shape of
+    BERT's pooler, which is how it exports (:mod:`contrastext.models.hf_export`).
+    """
+
+    def __init__(self, in_features: int, num_labels: int, dropout: float = 0.1, squeeze: bool = False):
+        super().__init__()
+        if num_labels < 1:
+            raise ConfigError(f"num_labels must be >= 1, got {num_labels}")
+        if squeeze and num_labels != 1:
+            raise ConfigError(f"squeeze=True gives one score per row; num_labels must be 1, got {num_labels}")
+        self.dropout = nn.Dropout(dropout)
+        self.dense = nn.Linear(in_features, in_features)
+        self.out_proj = nn.Linear(in_features, num_labels)
+        self.squeeze = squeeze
+
+    def forward(self, pooled: Tensor) -> Tensor:
+        hidden = torch.tanh(self.dense(self.dropout(pooled)))
+        logits = self.out_proj(self.dropout(hidden))
+        return logits.squeeze(-1) if self.squeeze else logits
 
 
 def pair_features(u: Tensor, v: Tensor, parts: tuple[str, ...]) -> Tensor:

@@ -22,6 +22,12 @@ Exact routes (``EXPORT_ROUTES``); each is checked on probe inputs when it is wri
   (to float rounding: no approximation). It needs 2 · num_labels ≤ hidden_size. The folder's
   ``config.json`` says ``model_type: electra``: the architecture, not the pre-training, of the weights.
 
+- a dense+tanh head (:class:`~contrastext.models.heads.DenseTanhHead`, SCL's ``head: dense_tanh``:
+  ``out_proj(tanh(dense(h_[CLS])))``) with pooling ``cls`` / ``cls_before_pooler`` on a BERT backbone →
+  ``BertForSequenceClassification``: its pooler is exactly dense → tanh on [CLS], so our ``dense`` becomes
+  ``bert.pooler.dense`` and ``out_proj`` the ``classifier`` (route ``bert-dense-tanh``). On another backbone, or
+  over pooling ``pooler`` (two dense+tanh layers), it is refused with a ConfigError.
+
 Anything else (mean / max / first_last_avg pooling, RoBERTa and other backbones) is a :class:`ConfigError`
 naming the reason and the poolings that export, before anything is written.
 
@@ -91,8 +97,9 @@ class ExportPlan:
     model_type: str
 
 
-def plan_export(encoder, num_outputs: int) -> ExportPlan:
-    """The exact route for ``encoder`` (its pooling and backbone), or ConfigError saying why there is none."""
+def plan_export(encoder, num_outputs: int, dense_tanh: bool = False) -> ExportPlan:
+    """The exact route for ``encoder`` (its pooling and backbone) and the head (``dense_tanh``: a dense+tanh before
+    the last layer), or ConfigError saying why there is none."""
     pooling = encoder.pooling
     model_type = getattr(encoder.backbone.config, "model_type", None)
     if encoder.projection is not None and encoder.projection_at_inference:
@@ -113,6 +120,8 @@ def plan_export(encoder, num_outputs: int) -> ExportPlan:
             "position 0 where our [CLS] pooling reads the first real token"
         )
     position_type = getattr(encoder.backbone.config, "position_embedding_type", "absolute")
+    if dense_tanh:
+        return _dense_tanh_plan(pooling, model_type)
     if pooling == "pooler":
         if model_type != "bert":
             raise ConfigError(
@@ -140,6 +149,24 @@ def plan_export(encoder, num_outputs: int) -> ExportPlan:
     return ExportPlan("electra-cls", "ElectraForSequenceClassification", "electra")
 
 
+def _dense_tanh_plan(pooling: str, model_type: str | None) -> ExportPlan:
+    """A dense+tanh head on the raw [CLS] vector of a BERT backbone is BertForSequenceClassification exactly (its
+    pooler is that dense+tanh); every other case is a ConfigError."""
+    if pooling not in CLS_POOLINGS:
+        raise ConfigError(
+            f"cannot export a Hugging Face classifier for a dense+tanh head (method_args.head=dense_tanh) over pooling "
+            f"{pooling!r}: only the raw [CLS] vector (pooling cls) exports, as BertForSequenceClassification; train "
+            "with method_args.pooling=cls, or method_args.head=linear"
+        )
+    if model_type != "bert":
+        raise ConfigError(
+            f"cannot export a Hugging Face classifier for a dense+tanh head (method_args.head=dense_tanh) on a "
+            f"{model_type!r} backbone: the exact route (its dense+tanh as BertForSequenceClassification's pooler) "
+            "needs a BERT backbone; method_args.head=linear exports on BERT or ELECTRA backbones"
+        )
+    return ExportPlan("bert-dense-tanh", "BertForSequenceClassification", "bert")
+
+
 def _cpu_state(module: nn.Module) -> dict[str, Tensor]:
     return {name: tensor.detach().to("cpu", torch.float32).clone() for name, tensor in module.state_dict().items()}
 
@@ -161,8 +188,11 @@ def _labels_config(label_names: Sequence[str] | None, regression: bool, num_outp
     }
 
 
-def build_hf_classifier(encoder, linear: nn.Linear, plan: ExportPlan, labels: dict) -> nn.Module:
-    """The transformers model of ``plan`` holding the encoder's backbone and ``linear`` (float32, CPU, eval)."""
+def build_hf_classifier(
+    encoder, linear: nn.Linear, plan: ExportPlan, labels: dict, dense: nn.Linear | None = None
+) -> nn.Module:
+    """The transformers model of ``plan`` holding the encoder's backbone, ``dense`` (route ``bert-dense-tanh``: as
+    the pooler) and ``linear`` (float32, CPU, eval)."""
     from transformers import BertForSequenceClassification, ElectraConfig, ElectraForSequenceClassification
 
     backbone_state = _cpu_state(encoder.backbone)
@@ -173,12 +203,17 @@ def build_hf_classifier(encoder, linear: nn.Linear, plan: ExportPlan, labels: di
         else torch.zeros(weight.shape[0])
     )
     source = encoder.backbone.config
-    if plan.route == "bert-pooler":
+    if plan.route in ("bert-pooler", "bert-dense-tanh"):
         config = type(source).from_dict({**source.to_dict(), **labels})
         config.architectures = [plan.hf_class]
         model = BertForSequenceClassification(config)
         state = {f"bert.{name}": tensor for name, tensor in backbone_state.items()}
         state.update({"classifier.weight": weight, "classifier.bias": bias})
+        if plan.route == "bert-dense-tanh":  # the head's dense+tanh in the pooler's place
+            if dense is None:
+                raise ConfigError("the bert-dense-tanh route needs the head's dense layer")
+            state.update({"bert.pooler.dense.weight": dense.weight.detach().to("cpu", torch.float32),
+                          "bert.pooler.dense.bias": dense.bias.detach().to("cpu", torch.float32)})
     else:
         if source.model_type == "electra":
             config = ElectraConfig.from_dict({**source.to_dict(), **labels})
@@ -225,8 +260,12 @@ def _probe_batch(encoder, text_pair: bool, max_length: int) -> dict[str, Tensor]
 
 
 @torch.no_grad()
-def check_export(encoder, linear: nn.Linear, model: nn.Module, text_pair: bool, max_length: int | None = None) -> float:
-    """Largest |logit difference| between ``linear(encoder(x).pooled)`` and ``model(x).logits`` on probe inputs.
+def check_export(
+    encoder, linear: nn.Linear, model: nn.Module, text_pair: bool, max_length: int | None = None,
+    dense: nn.Linear | None = None,
+) -> float:
+    """Largest |logit difference| between ``linear(encoder(x).pooled)`` (``linear(tanh(dense(...)))`` with ``dense``)
+    and ``model(x).logits`` on probe inputs.
 
     ConfigError when it is above float noise (``1e-3 · max(1, |logits|)``): the export would not predict what
     the model predicts, so nothing is written.
@@ -237,6 +276,8 @@ def check_export(encoder, linear: nn.Linear, model: nn.Module, text_pair: bool, 
     try:
         device = encoder.device
         pooled = encoder(**{name: tensor.to(device) for name, tensor in batch.items()}).pooled
+        if dense is not None:
+            pooled = torch.tanh(nn.functional.linear(pooled.float(), dense.weight.float(), dense.bias.float()))
         reference = nn.functional.linear(pooled.float(), linear.weight.float(), None if linear.bias is None else linear.bias.float())
     finally:
         encoder.train(was_training)
@@ -278,8 +319,12 @@ def export_classifier(
     task_kind: str | None = None,
     max_length: int | None = None,
     card: dict[str, Any] | None = None,
+    dense: nn.Linear | None = None,
 ) -> Path:
     """Write ``encoder`` + ``linear`` (the head's last layer) as a transformers sequence-classification folder.
+
+    ``dense``: the dense layer of a dense+tanh head (:class:`~contrastext.models.heads.DenseTanhHead`: logits =
+    ``linear(tanh(dense(pooled)))``), exported as BERT's pooler (route ``bert-dense-tanh``); None for a linear head.
 
     ``label_names`` name the head's outputs in order (default ``"0"``, ``"1"``, …); ``regression`` exports one
     raw score; ``text_pair`` says the model reads ``[CLS] a [SEP] b [SEP]`` pairs (recorded for ``predict``).
@@ -295,10 +340,10 @@ def export_classifier(
     if regression and num_outputs != 1:
         raise ConfigError(f"a regression head has one output, this one has {num_outputs}")
     max_length = int(max_length or encoder.max_seq_length)
-    plan = plan_export(encoder, num_outputs)
+    plan = plan_export(encoder, num_outputs, dense_tanh=dense is not None)
     labels = _labels_config(label_names, regression, num_outputs, task)
-    model = build_hf_classifier(encoder, linear, plan, labels)
-    difference = check_export(encoder, linear, model, text_pair, max_length)
+    model = build_hf_classifier(encoder, linear, plan, labels, dense=dense)
+    difference = check_export(encoder, linear, model, text_pair, max_length, dense=dense)
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
     with quiet_transformers():

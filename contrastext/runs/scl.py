@@ -97,6 +97,12 @@ class SCLArgs(ClassificationArgs):
     supcon_reduction: Literal["sum", "mean"] = Field(
         default="sum", description="sum over the batch (Eq. 3) or mean over the anchors with a positive"
     )
+    head: Literal["dense_tanh", "linear"] = Field(
+        default="dense_tanh",
+        description="the classification head on [CLS]: dense_tanh = dropout, dense, tanh, dropout, linear (fairseq's "
+        "RobertaClassificationHead, which the paper fine-tunes with, §4.1); linear = dropout, linear (this "
+        "recipe's head before issue 25; the committed SCL experiment records used it)",
+    )
     seeds: list[int] | None = Field(
         default=None,
         description="one run per seed (few-shot draw, label flips, training); default: [seed]; the paper: 10",
@@ -151,6 +157,7 @@ def build(config: TrainConfig, args: SCLArgs, data_root: Path | None) -> MethodB
         temperature=args.temperature,
         head_dropout=args.head_dropout,
         supcon_reduction=args.supcon_reduction,
+        head=args.head,
     )
     description = dict(data.description)
     if data.test_set is None:

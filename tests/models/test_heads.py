@@ -11,6 +11,7 @@ from contrastext.errors import ConfigError, UnknownNameError
 from contrastext.models.heads import (
     ClassificationHead,
     DensePairHead,
+    DenseTanhHead,
     PairHead,
     RegressionHead,
     pair_features,
@@ -77,3 +78,23 @@ def test_dense_pair_head_is_a_linear_layer_per_branch_then_an_activation_then_a_
         head(x1, x2)
     with pytest.raises(UnknownNameError, match="relu"):
         DensePairHead(2, activation="relu")
+
+
+def test_dense_tanh_head_is_robertas_classification_head():
+    """dropout → dense → tanh → dropout → out_proj on the first token: Hugging Face's RobertaClassificationHead
+    (fairseq's is the same) gives the same logits with the same weights."""
+    from transformers import RobertaConfig
+    from transformers.models.roberta.modeling_roberta import RobertaClassificationHead
+
+    head = DenseTanhHead(8, num_labels=3, dropout=0.1).eval()
+    assert head(torch.randn(4, 8)).shape == (4, 3)
+    reference = RobertaClassificationHead(RobertaConfig(hidden_size=8, num_attention_heads=2, num_labels=3,
+                                                                hidden_dropout_prob=0.1)).eval()
+    reference.load_state_dict(head.state_dict())  # the same names: dense, out_proj
+    features = torch.randn(4, 5, 8)  # (batch, tokens, hidden): the head reads token 0
+    assert torch.allclose(head(features[:, 0]), reference(features), atol=1e-6)
+    assert DenseTanhHead(8, num_labels=1, squeeze=True).eval()(torch.randn(4, 8)).shape == (4,)
+    with pytest.raises(ConfigError, match="num_labels"):
+        DenseTanhHead(8, num_labels=0)
+    with pytest.raises(ConfigError, match="squeeze"):
+        DenseTanhHead(8, num_labels=2, squeeze=True)

@@ -18,6 +18,7 @@ from contrastext.data.examples import Example
 from contrastext.data.tasks import get_task
 from contrastext.errors import ConfigError, ContrastextError, MissingDataError
 from contrastext.methods.classification import FineTuneMethod
+from contrastext.methods.scl import SCLMethod
 from contrastext.models.encoder import TextEncoder
 from contrastext.models.hf_export import export_classifier, is_classifier_folder, load_classifier
 from contrastext.runs.registry import get_recipe
@@ -150,6 +151,49 @@ def test_a_pooling_without_an_exact_equivalent_is_refused_and_nothing_is_written
     with pytest.raises(ConfigError, match=f"pooling '{pooling}'.*method_args.pooling=cls or pooler"):
         method.export_classifier(tmp_path / "classifier")
     assert not (tmp_path / "classifier").exists()
+
+
+def scl_method_for(encoder: TextEncoder, task_name: str = "sst2") -> SCLMethod:
+    """An SCL classifier with the paper's dense+tanh head, its weights drawn far from uniform logits."""
+    with torch.random.fork_rng():
+        torch.manual_seed(2)
+        method = SCLMethod(encoder, get_task(task_name), lam=0.0 if task_name == "stsb" else 0.9).eval()
+        torch.nn.init.normal_(method.head.dense.weight, std=0.5)
+        torch.nn.init.normal_(method.head.out_proj.weight, std=0.5)
+    return method
+
+
+@pytest.mark.parametrize("pooling", ["cls", "cls_before_pooler"])
+def test_a_dense_tanh_head_exports_as_bert_with_the_head_in_the_pooler(tmp_path, minilm_path, pooling):
+    """SCL's head: dense+tanh on [CLS] is BertForSequenceClassification's pooler, exactly (classes and a score)."""
+    method = scl_method_for(tiny_encoder(minilm_path, pooling))
+    assert method.head_kind == "dense_tanh"
+    folder = method.export_classifier(tmp_path / "classifier", label_names=["negative", "positive"])
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert json.loads((folder / "contrastext_config.json").read_text())["classifier"]["route"] == "bert-dense-tanh"
+    examples = [Example((text,), 0) for text in TEXTS]
+    expected = torch.softmax(torch.from_numpy(our_logits(method, examples)), dim=-1).numpy()
+    got = np.stack([by_label(row, ["negative", "positive"]) for row in pipeline_scores(folder, TEXTS)])
+    assert np.abs(got - expected).max() < 1e-5
+
+    regression = scl_method_for(tiny_encoder(minilm_path, pooling), "stsb")
+    folder = regression.export_classifier(tmp_path / "regression")
+    inputs = [{"text": a, "text_pair": b} for a, b in zip(TEXTS, PAIRS, strict=True)]
+    expected = regression.predict([Example((a, b), 2.5) for a, b in zip(TEXTS, PAIRS, strict=True)])
+    got = np.asarray([row[0]["score"] for row in pipeline_scores(folder, inputs)])
+    assert np.abs(got - expected).max() < 1e-5
+
+
+@pytest.mark.parametrize(("pooling", "model_type", "reason"), [("cls", "electra", "'electra' backbone"),
+                                                             ("pooler", "bert", "pooling 'pooler'")])
+def test_a_dense_tanh_head_without_an_exact_equivalent_is_refused(tmp_path, minilm_path, pooling, model_type, reason):
+    method = scl_method_for(tiny_encoder(minilm_path, pooling, model_type))
+    with pytest.raises(ConfigError, match=f"dense\\+tanh head \\(method_args.head=dense_tanh\\).*{reason}"):
+        method.export_classifier(tmp_path / "classifier")
+    assert not (tmp_path / "classifier").exists()
+    linear = SCLMethod(method.encoder, get_task("sst2"), head="linear")  # the linear head still exports there
+    assert linear.export_classifier(tmp_path / "linear").is_dir()
 
 
 def test_a_projection_kept_at_inference_is_refused(tmp_path, minilm_path):

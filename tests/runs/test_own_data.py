@@ -178,7 +178,7 @@ def test_the_classifier_has_one_output_per_class_and_the_label_names(tmp_path, t
     args = config.method_args_as(get_recipe("scl").args_model)
     bundle = build(config, args, None)
     assert bundle.method.label_names == ["bad", "good", "ok"]
-    assert bundle.method.head.linear.out_features == 3
+    assert bundle.method.head.out_proj.out_features == 3  # scl's head: dense_tanh
 
     numbered = tmp_path / "stars.csv"
     numbered.write_text("text,stars\n" + "".join(f"t{i},{i % 3 + 1}\n" for i in range(30)), encoding="utf-8")
@@ -186,7 +186,7 @@ def test_the_classifier_has_one_output_per_class_and_the_label_names(tmp_path, t
                                   "data.label_names=[3, 2, 1, 0]", f"output_dir={tmp_path / 'o2'}"])
     bundle = build(config, args, None)
     assert bundle.method.label_names == ["3", "2", "1", "0"]  # the order given; 4 classes although 0 never occurs
-    assert bundle.method.head.linear.out_features == 4
+    assert bundle.method.head.out_proj.out_features == 4
     assert {example.label for example in bundle.train_examples} <= {0, 1, 2}
 
 

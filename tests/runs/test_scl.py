@@ -11,8 +11,10 @@ from collections import Counter
 import pytest
 import torch
 
+from contrastext.data.tasks import get_task
 from contrastext.errors import ConfigError
 from contrastext.methods.scl import SCLMethod
+from contrastext.models.heads import ClassificationHead, DenseTanhHead
 from contrastext.runs.registry import get_recipe, run_recipe
 from contrastext.runs.scl import FEW_SHOT_SAMPLING, SCLArgs, all_draws, build, load_data, top_k_by_validation
 from contrastext.runs.stages import run_training
@@ -159,7 +161,7 @@ def test_pair_task_trains_and_changes_parameters(tmp_path, tiny_bert_path, data_
     before = {name: value.detach().clone() for name, value in bundle.method.named_parameters()}
     summary = run_training(config, bundle)
     after = dict(bundle.method.named_parameters())
-    assert not torch.equal(before["head.linear.weight"], after["head.linear.weight"])
+    assert not torch.equal(before["head.out_proj.weight"], after["head.out_proj.weight"])
     changed = [name for name in before if name.startswith("encoder.") and not torch.equal(before[name], after[name])]
     assert changed, "no encoder parameter changed"
     assert summary["metrics"]["score"] == summary["metrics"]["mrpc_validation_f1"]  # MRPC's metric is F1
@@ -185,6 +187,23 @@ def test_parts_are_ce_and_eq_3_on_the_cls_vector(tmp_path, minilm_path, data_roo
         assert min(Counter(batch["labels"].tolist()).values()) >= 2
         assert expected == pytest.approx(8 * naive.supcon(cls, batch["labels"], tau=0.3, reduction="mean"))
 
+
+def test_the_head_is_the_papers_dense_tanh_by_default_and_linear_on_request(tmp_path, tiny_bert_path, data_root):
+    """fairseq's RobertaClassificationHead (dropout, dense, tanh, dropout, out_proj) unless method_args.head=linear."""
+    assert SCLArgs().head == "dense_tanh"
+    config = fast_config(tmp_path, tiny_bert_path, "data.limit=64", "data.few_shot=8")
+    paper = build(config, config.method_args_as(SCLArgs), data_root).method
+    assert isinstance(paper.head, DenseTanhHead)
+    width = paper.encoder.hidden_size
+    assert (paper.head.dense.in_features, paper.head.dense.out_features, paper.head.out_proj.out_features) == (
+        width, width, 2)
+    config = fast_config(tmp_path, tiny_bert_path, "data.limit=64", "data.few_shot=8", "method_args.head=linear")
+    linear = build(config, config.method_args_as(SCLArgs), data_root).method
+    assert isinstance(linear.head, ClassificationHead) and linear.head_kind == "linear"
+    with pytest.raises(ConfigError, match=r"method_args\.head"):
+        fast_config(tmp_path, tiny_bert_path, "method_args.head=mlp").method_args_as(SCLArgs)
+    with pytest.raises(ConfigError, match=r"method_args\.head: unknown head 'mlp'"):
+        SCLMethod(linear.encoder, get_task("sst2"), head="mlp")
 
 def test_regression_needs_lam_zero(tmp_path, minilm_path, data_root):
     config = fast_config(tmp_path, minilm_path, "data.task=stsb", "eval.tasks=[stsb:dev]", "data.few_shot=null",
