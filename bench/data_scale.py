@@ -19,8 +19,8 @@ that ``contrastext train mnrl`` uses:
   ``ColumnRandomBatchSampler``;
 - **columns, cached**: the same again, the store opened from the cache.
 
-Measured in each worker: the seconds from its start (imports done) to the data being ready and to the end of the
-first optimiser step, and its peak resident set (``VmHWM``) at the end. The model baseline is the same run on a
+Measured in each worker: the seconds from its start (torch and contrastext not yet imported) to the data being
+ready and to the end of the first optimiser step, and its peak resident set (``VmHWM``) at the end. The model baseline is the same run on a
 file of 1,000 rows: "RSS growth" is a run's peak minus that baseline's. Before each size the free disk space is
 checked against what the file and its store need (estimated from the bytes per row of the baseline file); a size
 that does not fit stops the bench there and the report says so. ``--quick`` is a smoke run (3,000 rows, one
@@ -202,8 +202,8 @@ def render(args: argparse.Namespace, load_before, baseline: dict, results: dict[
 
     versions = (f"torch {torch.__version__}, {args.threads} thread(s); batch size {args.batch_size}, "
                 f"{args.steps} step(s) of {args.model}, seed {SEED}")
-    details = ["each arm in a fresh process; times from the worker's start (imports done); RSS growth = the "
-               f"run's VmHWM minus the columns run on {BASELINE_ROWS:,} rows "
+    details = ["each arm in a fresh process; times from the worker's start, torch and contrastext imports included; "
+               f"RSS growth = the run's VmHWM minus the columns run on {BASELINE_ROWS:,} rows "
                f"({baseline['columns-first']['peak_mib']:.0f} MiB; in memory: "
                f"{baseline['memory']['peak_mib']:.0f} MiB)",
                stopped or "every size asked for ran"]
