@@ -23,9 +23,9 @@ Measured in each worker: the seconds from its start (torch and contrastext not y
 ready and to the end of the first optimiser step, and its peak resident set (``VmHWM``) at the end. The model
 baseline is the same run on a file of 1,000 rows: "RSS growth" is a run's peak minus that baseline's. Before
 each size the free disk space is checked against what the file and its store need (estimated from the bytes per
-row of the baseline file); a size that does not fit stops the bench there and the report says so. ``--quick`` is a smoke run (3,000 rows, one
-step of batch size 16): its numbers mean nothing. The report goes to stdout and, with ``--output``, replaces
-the block between ``<!-- begin bench/data_scale.py -->`` / ``<!-- end ... -->`` of that file.
+row of the baseline file); a size that does not fit stops the bench there and the report says so.
+``--quick`` is a smoke run (3,000 rows, one step of batch size 16): its numbers mean nothing. The report goes to
+stdout and, with ``--output``, replaces the block between ``<!-- begin bench/data_scale.py -->`` / ``<!-- end ... -->`` of that file.
 """
 
 from __future__ import annotations
