@@ -25,7 +25,8 @@ baseline is the same run on a file of 1,000 rows: "RSS growth" is a run's peak m
 each size the free disk space is checked against what the file and its store need (estimated from the bytes per
 row of the baseline file); a size that does not fit stops the bench there and the report says so.
 ``--quick`` is a smoke run (3,000 rows, one step of batch size 16): its numbers mean nothing. The report goes to
-stdout and, with ``--output``, replaces the block between ``<!-- begin bench/data_scale.py -->`` / ``<!-- end ... -->`` of that file.
+stdout and, with ``--output``, replaces the block between ``<!-- begin bench/data_scale.py -->`` /
+``<!-- end ... -->`` of that file.
 """
 
 from __future__ import annotations
