@@ -242,6 +242,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, l
         return "scl", [
             *sets,
             "method_args.lam=0",
+            "method_args.head=linear",  # the reclaim arm's head, and the recorded runs' (scl's default: dense_tanh)
             f"method_args.seeds=[{seed}]",
             "method_args.protocol=dev",
             PER_CLASS_DRAW,  # method_args.few_shot_sampling=per_class before issue 20
