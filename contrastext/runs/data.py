@@ -104,7 +104,7 @@ class TrainingData:
     """A contrastive recipe's training examples and where they came from (``description``: source, file,
     columns, ``n_train``; the run's ``metrics.json`` reports it)."""
 
-    examples: list[Example]
+    examples: Sequence[Example]  # a list, or a ColumnExamples store (data.storage: columns)
     description: dict
 
 
@@ -134,6 +134,9 @@ def load_training_data(config, data_root: Path | None, default_task: str, nli: b
     from contrastext.data.tasks import get_task, load_task
 
     spec = data_spec(config)
+    if spec.is_user_data and config.data.storage == "columns":
+        return _column_training_data(config, spec, "sentences" if get_task(default_task).kind == "sentences" else
+                                     "pairs")  # fmt: skip
     if spec.is_user_data:
         needs = "sentences" if get_task(default_task).kind == "sentences" else "pairs"
         read = read_texts(spec, needs, who=config.method, nli=nli)
@@ -153,6 +156,35 @@ def load_training_data(config, data_root: Path | None, default_task: str, nli: b
     description["n_train"] = len(examples)
     _report_duplicate_positives(examples, description)
     return TrainingData(examples, description)
+
+
+def _column_training_data(config, spec: DataSpec, needs: str) -> TrainingData:
+    """``data.storage: columns``: the training rows as a memory-mapped column store (:mod:`contrastext.data.
+    column_store`), converted once into the cache; the blank-text rows are dropped while converting, the
+    duplicate positives counted from the hashes (skipped above 20M rows). Keys that need every row in memory
+    are ConfigErrors naming them."""
+    from contrastext.data.column_quality import duplicate_positives as column_duplicates
+    from contrastext.data.column_sources import read_text_columns
+
+    origin = config.source or "<config>"
+    for key, value in (("limit", config.data.limit), ("prompts", config.data.prompts)):
+        if value is not None:
+            raise ConfigError(f"{origin}: data.{key} with data.storage=columns: {key} rewrites the rows in memory; "
+                              f"use data.storage=memory, or a file that needs no data.{key}")  # fmt: skip
+    store, description = read_text_columns(spec, needs, who=config.method)  # NLI rows: a ConfigError there
+    if store.dropped_blank:
+        logger.warning("data: dropped %d of %d rows with a text that is empty once tokenised, the first at %s",
+                       store.dropped_blank, len(store) + store.dropped_blank, store.first_dropped)  # fmt: skip
+    if len(store) < 2:
+        raise ConfigError(f"{origin}: data: {len(store)} training example(s); contrastive training needs at least 2")
+    description["n_train"] = len(store)
+    _announce([f"{len(store):,} rows in a column store ({store.folder}), read a batch at a time"])
+    counted = column_duplicates(store)
+    if counted is None:
+        logger.info("data: duplicate positives not counted above 20M rows (data.storage=columns)")
+    else:
+        _report_duplicate_count(*counted, len(store), description)
+    return TrainingData(store, description)
 
 
 def _announce(notes: Sequence[str], warnings: Sequence[str] = ()) -> None:
@@ -183,19 +215,23 @@ def _without_blank_texts(examples: list[Example], description: dict) -> list[Exa
 def _report_duplicate_positives(examples: Sequence[Example], description: dict) -> None:
     """Count the rows repeating another row's positive (``description["duplicate_positives"]``); a line says so,
     a warning above :data:`~contrastext.data.quality.DUPLICATE_WARNING` of the rows."""
-    repeated, most = duplicate_positives(examples)
+    _report_duplicate_count(*duplicate_positives(examples), len(examples), description)
+
+
+def _report_duplicate_count(repeated: int, most: str | None, rows: int, description: dict) -> None:
+    """The line (or warning) of :func:`_report_duplicate_positives` from the count."""
     if not repeated:
         return
-    share = repeated / len(examples)
+    share = repeated / rows
     description["duplicate_positives"] = repeated
     text = most if len(most) <= 60 else most[:57] + "..."
     message = (
-        f"data: {repeated} of {len(examples)} rows ({share:.1%}) repeat another row's positive (the most repeated: "
+        f"data: {repeated} of {rows} rows ({share:.1%}) repeat another row's positive (the most repeated: "
         f"{text!r}); in a batch holding two of them, each is the other's negative"
     )
     if share > DUPLICATE_WARNING:
         logger.warning(
-            "%s. Above %.0f%%: remove the repeated rows (no sampler keeping duplicates apart exists yet)",
+            "%s. Above %.0f%%: remove the repeated rows, or --set data.batch_sampler=no_duplicates",
             message, 100 * DUPLICATE_WARNING,
         )  # fmt: skip
     else:

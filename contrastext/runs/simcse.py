@@ -218,15 +218,22 @@ def training_width(encoder) -> int:
     return int(projection.output_dim) if projection is not None else int(encoder.embedding_dim)
 
 
+def widest_row(examples) -> int:
+    """The most texts a training example holds; a column store (``data.storage: columns``) says it by its
+    columns, without reading its rows."""
+    columns = getattr(examples, "columns", None)
+    return len(columns) if columns is not None else max((len(example.texts) for example in examples), default=0)
+
+
 def batch_shape(data: TrainingData, supervised: bool) -> BatchShape:
     """``triplets`` when the training examples carry hard negatives (a third text, or more: n-tuples), else
     ``pairs`` (dropout twins of unsupervised runs are pairs of the same sentence)."""
-    return "triplets" if supervised and any(len(example.texts) >= 3 for example in data.examples) else "pairs"
+    return "triplets" if supervised and widest_row(data.examples) >= 3 else "pairs"
 
 
 def negatives_per_row(data: TrainingData, supervised: bool) -> int:
     """The hard negatives of a training example (0 for pairs and dropout twins)."""
-    return max((len(example.texts) - 2 for example in data.examples), default=0) if supervised else 0
+    return widest_row(data.examples) - 2 if supervised and len(data.examples) else 0
 
 
 def check_objective_fits(config: TrainConfig, name: str, objective: nn.Module, data: TrainingData,

@@ -7,6 +7,10 @@
   batch, across the row's columns). Both orders are their own: ``no_duplicates`` cannot also group by length, and
   the two together are a ConfigError naming both keys.
 
+Over a column store (``data.storage: columns``, :class:`~contrastext.data.column_store.ColumnExamples`) the same
+three orders come from its compact columns (:func:`~contrastext.data.column_sampling.column_batch_sampler`: the
+row count, the int32 lengths, the 64-bit text hashes), batch for batch the in-memory samplers' on the same rows.
+
 Every sampler here is a pure function of (seed, epoch), which resuming and multi-process training rely on.
 """
 
@@ -15,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contrastext.data.batch_samplers import NoDuplicatesBatchSampler
+from contrastext.data.column_sampling import column_batch_sampler
+from contrastext.data.column_store import ColumnExamples
 from contrastext.data.examples import Example
 from contrastext.data.sampling import LengthGroupedBatchSampler, RandomBatchSampler
 from contrastext.errors import ConfigError
@@ -43,6 +49,9 @@ def make_batch_sampler(config: TrainConfig, examples: Sequence[Example], seed: i
     """The sampler of ``config`` over ``examples`` (``batches(epoch) -> list[list[int]]``)."""
     check_batch_sampler(config)
     train = config.train
+    if isinstance(examples, ColumnExamples):  # data.storage: columns: the same batches from compact columns
+        return column_batch_sampler(examples, config.data.batch_sampler, train.group_by_length, train.batch_size,
+                                    seed, train.drop_last)  # fmt: skip
     if config.data.batch_sampler == NO_DUPLICATES:
         return NoDuplicatesBatchSampler([example.texts for example in examples], train.batch_size, seed,
                                         train.drop_last)

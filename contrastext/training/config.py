@@ -346,6 +346,14 @@ class DataSection(Section):
         "batch; the recipes with in-batch negatives only (simcse-unsup, simcse-sup, mnrl, gd, capt's pre-training), "
         "not with train.group_by_length. See docs/DATA.md",
     )
+    storage: Literal["memory", "columns"] = Field(
+        default="memory",
+        description="how the training rows of data.path / data.dataset are held: memory, Python objects (every file "
+        "shape); columns, a memory-mapped column store (Arrow) converted once, streaming, into a cache folder "
+        "($CONTRASTEXT_CACHE/columns) and read a batch at a time: bounded memory at 100M rows. Columns takes one text "
+        "a column (pairs, triplets; not .txt sentences, list-valued or NLI rows), in mnrl, simcse-unsup, simcse-sup "
+        "and gd, without data.limit or data.prompts. See docs/DATA.md",
+    )
     prompts: str | dict[str, str] | None = Field(
         default=None,
         description="mnrl, simcse-unsup, simcse-sup, gd: text put before every training text, as "

@@ -258,7 +258,8 @@ class Trainer:
                 f"{config.source or '<config>'}: no training examples (check data.task / data.path)"
             )
         self.method = method
-        self.examples = list(train_examples)
+        # a list, or a sequence read a batch at a time (data.storage: columns), kept as it is
+        self.examples = train_examples if isinstance(train_examples, Sequence) else list(train_examples)
         self.config = config
         self.evaluator = evaluator
         self.output_dir = Path(config.output_dir)
@@ -615,7 +616,9 @@ class Trainer:
         samples = 0
         for micro in range(train.grad_accumulation):
             epoch, index, indices = next(run.stream)
-            local = [self.examples[i] for i in indices[rank::world]]
+            mine = indices[rank::world]
+            take = getattr(self.examples, "take", None)  # a column store reads a batch's rows at once
+            local = take(mine) if take is not None else [self.examples[i] for i in mine]
             samples += len(indices)
             method.set_generator(make_generator(self.seed, epoch, index, rank))
             batch = send_to_device(method.collate(local), accelerator.device)
