@@ -8,19 +8,19 @@ Usage::
 
 For each size a pair file (``anchor,positive`` CSV) of short random sentences is generated (3 to 8 pseudo-words
 from a fixed list, seeded: the same file every run) in a temporary folder under ``--workdir`` (default: the
-system's temporary directory), which is deleted at the end, and each arm trains ``--steps`` MNRL steps (scale 20,
-AdamW) of ``--model`` (default the bundled all-MiniLM-L6-v2) in a fresh process, through the library API
-that ``contrastext train mnrl`` uses:
+system's temporary directory), which is deleted at the end, and each arm trains ``--steps`` steps of the mnrl recipe
+of ``--model`` (default the bundled all-MiniLM-L6-v2) in a fresh process: ``contrastext train mnrl`` itself,
+run in the worker (no evaluation, the model saved at the end):
 
-- **memory** (sizes up to ``--memory-max``): ``read_texts`` -> a list of Examples, the blank-text and
-  duplicate-positive checks, ``RandomBatchSampler``: what a run does today;
-- **columns, first run**: :func:`contrastext.data.column_convert.column_examples` converts the file (streaming)
-  into a column store in a cache folder, then the duplicate-positive check on the hashes and
-  ``ColumnRandomBatchSampler``;
+- **memory** (sizes up to ``--memory-max``): ``--set data.storage=memory``, the default: every row a Python
+  Example, the blank-text and duplicate-positive checks, ``RandomBatchSampler``;
+- **columns, first run**: ``--set data.storage=columns``: the file converted (streaming) into a column store in
+  the cache folder (``$CONTRASTEXT_CACHE``), the duplicate-positive check on the hashes (up to 20M rows),
+  ``ColumnRandomBatchSampler``, each batch's rows read from the store;
 - **columns, cached**: the same again, the store opened from the cache.
 
-Measured in each worker: the seconds from its start (torch and contrastext not yet imported) to the data being
-ready and to the end of the first optimiser step, and its peak resident set (``VmHWM``) at the end. The model
+Measured in each worker: the seconds from its start (torch and contrastext not yet imported) to the training
+data being loaded (``load_training_data`` returning) and to the first step's log record, and its peak resident set (``VmHWM``) at the end. The model
 baseline is the same run on a file of 1,000 rows: "RSS growth" is a run's peak minus that baseline's. Before
 each size the free disk space is checked against what the file and its store need (estimated from the bytes per
 row of the baseline file); a size that does not fit stops the bench there and the report says so.
@@ -89,53 +89,46 @@ def generate(path: Path, rows: int) -> None:
 
 
 def worker(args: argparse.Namespace) -> int:
-    """One arm on one file: seconds to the data and to the first step, peak RSS, into ``--result`` (JSON)."""
+    """One arm on one file: ``contrastext train mnrl`` itself (in this process, ``data.storage`` memory or
+    columns, ``--steps`` steps, no evaluation), timed from the worker's start to the training data being loaded
+    (``load_training_data`` returning) and to the first step's log record; peak RSS; into ``--result`` (JSON)."""
     start = time.perf_counter()
-    import torch
-    import torch.nn.functional as F
+    os.environ["CONTRASTEXT_CACHE"] = args.cache  # the store goes to the bench's folder
+    import contrastext.runs.simcse as simcse
+    from contrastext.cli import main as contrastext_main
+    from contrastext.training.logging import RunLogger
 
-    from contrastext.models.encoder import TextEncoder
-    from contrastext.models.names import resolve_model
+    marks: dict = {}
+    load, log = simcse.load_training_data, RunLogger.log
 
-    torch.manual_seed(SEED)
-    if args.worker == "memory":
-        from contrastext.data.quality import drop_blank, duplicate_positives
-        from contrastext.data.sampling import RandomBatchSampler
-        from contrastext.data.sources import DataSpec, read_texts
+    def timed_load(*a, **k):
+        data = load(*a, **k)
+        marks.setdefault("data_ready", time.perf_counter() - start)
+        marks["batches"] = len(data.examples) // args.batch_size
+        return data
 
-        examples, _ = drop_blank(list(read_texts(DataSpec(path=args.file), "pairs", "mnrl").examples))
-        duplicate_positives(examples)
-        batches = RandomBatchSampler(len(examples), args.batch_size, SEED).batches(0)
+    def timed_log(self, record):
+        log(self, record)
+        if "loss" in record:
+            marks.setdefault("first_step", time.perf_counter() - start)
+            marks["loss"] = record["loss"]
 
-        def fetch(rows):
-            return [examples[row] for row in rows]
-    else:
-        from contrastext.data.column_convert import column_examples
-        from contrastext.data.column_quality import duplicate_positives
-        from contrastext.data.column_sampling import column_batch_sampler
-
-        store = column_examples(args.file, ["anchor", "positive"], cache_dir=args.cache, progress=False)
-        duplicate_positives(store)
-        batches = column_batch_sampler(store, "batch_sampler", False, args.batch_size, SEED).batches(0)
-        fetch = store.take
-    data_ready = time.perf_counter() - start
-    encoder = TextEncoder.from_pretrained(resolve_model(args.model))
-    optimizer = torch.optim.AdamW(encoder.parameters(), lr=2e-5)
-    first_step, loss = float("nan"), float("nan")
-    for step in range(args.steps):
-        rows = fetch(batches[step])
-        anchors = encoder(**encoder.tokenize([row.texts[0] for row in rows], 64)).embedding
-        positives = encoder(**encoder.tokenize([row.texts[1] for row in rows], 64)).embedding
-        scores = 20 * F.normalize(anchors, dim=-1) @ F.normalize(positives, dim=-1).T
-        loss_tensor = F.cross_entropy(scores, torch.arange(len(rows)))
-        loss_tensor.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        loss = float(loss_tensor.detach())
-        if step == 0:
-            first_step = time.perf_counter() - start
-    result = {"data_ready": data_ready, "first_step": first_step, "peak_mib": common.status_mib("VmHWM"),
-              "batches": len(batches), "loss": loss}
+    simcse.load_training_data, RunLogger.log = timed_load, timed_log
+    storage = "memory" if args.worker == "memory" else "columns"
+    output = Path(args.cache).parent / f"run-{args.worker}-{Path(args.file).stem}"
+    sets = [f"data.path={args.file}", f"data.storage={storage}", f"model={args.model}", "train.epochs=null",
+            f"train.max_steps={args.steps}", f"train.batch_size={args.batch_size}", "eval.tasks=[]",
+            "train.metric_for_best=null", "train.save_every=null", "train.log_every=1", "train.progress_bar=false",
+            "train.report_to=none", f"seed={SEED}"]
+    try:
+        contrastext_main(["train", "mnrl", "--output", str(output), *[part for key in sets for part in ("--set", key)]])
+        code = 0
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    shutil.rmtree(output, ignore_errors=True)
+    if code != 0:
+        return code
+    result = {"peak_mib": common.status_mib("VmHWM"), **marks}
     Path(args.result).write_text(json.dumps(result))
     return 0
 
