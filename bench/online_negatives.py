@@ -38,8 +38,8 @@ computes them), encoded once by the parent with every core and cached in ``--cac
   ``--faiss-max-rows`` (at 1M rows one such search takes ~9 s, see the objectives block);
 - ``momentum-ivf``: ``search=ivf``, the IVF index kept across steps and updated in place at the rows each
   momentum update wrote. Below ``IVFSearch``'s ``exact_below`` (10,000 rows) it answers with the exact search, so
-  it is not run there. Its index is built before the timed steps (``--build-threads``, default every core;
-  "one-off s").
+  it is not run there. Its index is built before the timed steps (``--build-threads``, default 1: faiss's
+  OpenBLAS threads spin-wait on a busy machine; "one-off s").
 
 **What a step is.** The run is built from the recipe through the library (``load_config(recipe_path("mnrl"),
 ...)``, ``contrastext.runs.mnrl.build``: the data, ``IndexedExample`` rows, the ``OnlineNegatives`` bank, the
@@ -69,9 +69,10 @@ The report goes to stdout and, with ``--output``, replaces the block between ``<
 bench/online_negatives.py -->`` and ``<!-- end bench/online_negatives.py -->`` of that file.
 ``--quick`` is a smoke run (tiny sizes, one round): its numbers mean nothing.
 
-**Duration.** The full run (defaults: 2 rounds of 6 cells, 20 steps each) takes about 9 minutes on a quiet
-2-core CPU (~0.5 s an in-batch step on one thread, ~1.4 s with the exact search over 1M rows, ~1 minute to build
-the 1M-row IVF index on 2 threads, ~10 s to encode the training bank once); ``--rounds 1`` halves it.
+**Duration.** The full run (defaults: 2 rounds of 6 cells, 20 steps each) takes an estimated 9–11 minutes on a
+quiet 2-core CPU (~0.5 s an in-batch step on one thread, ~1.4 s with the exact search over 1M rows, ~1.5 minutes
+to build the 1M-row IVF index on one thread, as bench/reclaim_overhead.py measured it, ~15 s to encode the
+training bank once); ``--rounds 1`` halves it.
 """
 
 from __future__ import annotations
@@ -603,8 +604,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch and faiss threads in the steps")
-    parser.add_argument("--build-threads", type=int, default=os.cpu_count() or 1,
-                        help="threads of the kept index's build (default: every core)")
+    parser.add_argument("--build-threads", type=int, default=1,
+                        help="threads of the kept index's build (default 1; more only on a quiet machine)")
     parser.add_argument("--k", type=int, default=8, help="negatives.k")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=None, help="data.max_length (default: the recipe's)")
