@@ -20,7 +20,7 @@ demo: setup
 	$(VENV)/bin/contrastext demo --data-root $(DATA_ROOT) --output runs/demo
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --durations=25  # pytest-xdist: 2 workers (CI has 2 cores), one torch thread each
 
 lint: setup
 	$(VENV)/bin/ruff check contrastext tests bench

@@ -18,6 +18,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_ROOT = REPO_ROOT.parent / "shared" / "data"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A pytest-xdist worker (``make test`` runs ``-n 2``) computes on one intra-op torch thread: two workers of two
+    OpenMP threads each on 2 cores spin against each other. Subprocesses the tests start keep their own setting."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip the tests marked ``cuda`` when torch sees no CUDA device."""
     if torch.cuda.is_available():
