@@ -134,6 +134,9 @@ def load_training_data(config, data_root: Path | None, default_task: str, nli: b
     from contrastext.data.tasks import get_task, load_task
 
     spec = data_spec(config)
+    if config.data.storage == "columns" and not spec.is_user_data:
+        raise ConfigError(f"{config.source or '<config>'}: data.storage=columns reads data.path or data.dataset; the "
+                          f"training data is the registry task {spec.task or default_task}")  # fmt: skip
     if spec.is_user_data and config.data.storage == "columns":
         return _column_training_data(config, spec, "sentences" if get_task(default_task).kind == "sentences" else
                                      "pairs")  # fmt: skip
@@ -161,8 +164,9 @@ def load_training_data(config, data_root: Path | None, default_task: str, nli: b
 def _column_training_data(config, spec: DataSpec, needs: str) -> TrainingData:
     """``data.storage: columns``: the training rows as a memory-mapped column store (:mod:`contrastext.data.
     column_store`), converted once into the cache; the blank-text rows are dropped while converting, the
-    duplicate positives counted from the hashes (skipped above 20M rows). Keys that need every row in memory
+    duplicate positives counted from the hashes (skipped above ``DUPLICATE_SCAN_ROWS``). Keys that need every row in memory
     are ConfigErrors naming them."""
+    from contrastext.data.column_quality import DUPLICATE_SCAN_ROWS
     from contrastext.data.column_quality import duplicate_positives as column_duplicates
     from contrastext.data.column_sources import read_text_columns
 
@@ -181,7 +185,8 @@ def _column_training_data(config, spec: DataSpec, needs: str) -> TrainingData:
     _announce([f"{len(store):,} rows in a column store ({store.folder}), read a batch at a time"])
     counted = column_duplicates(store)
     if counted is None:
-        logger.info("data: duplicate positives not counted above 20M rows (data.storage=columns)")
+        logger.info("data: duplicate positives not counted above %s rows (data.storage=columns)",
+                    f"{DUPLICATE_SCAN_ROWS:,}")
     else:
         _report_duplicate_count(*counted, len(store), description)
     return TrainingData(store, description)

@@ -251,8 +251,8 @@ def test_the_share_of_duplicate_positives_is_reported_and_warned_above_the_thres
     [record] = caplog.records
     assert record.levelname == "WARNING" and record.getMessage() == (
         "data: 7 of 8 rows (87.5%) repeat another row's positive (the most repeated: 'the same positive'); in a "
-        "batch holding two of them, each is the other's negative. Above 10%: remove the repeated rows (no sampler "
-        "keeping duplicates apart exists yet)"
+        "batch holding two of them, each is the other's negative. Above 10%: remove the repeated rows, or --set "
+        "data.batch_sampler=no_duplicates"
     )
     caplog.clear()
     unique = tmp_path / "few.csv"

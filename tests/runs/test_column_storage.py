@@ -69,3 +69,9 @@ def test_keys_that_rewrite_rows_in_memory_are_refused(tmp_path, tiny_bert_path, 
     message = one_line_error(code, stderr)
     assert f"{key.split('=')[0]} with data.storage=columns" in message
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_columns_on_a_registry_task_is_refused(tmp_path, tiny_bert_path, capsys):
+    code, _, stderr = train(capsys, "mnrl", tmp_path / "o", *QUIET, f"model={tiny_bert_path}", "eval.tasks=[]",
+                            "data.storage=columns")  # fmt: skip
+    assert "data.storage=columns reads data.path or data.dataset" in one_line_error(code, stderr)
