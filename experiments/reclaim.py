@@ -219,6 +219,7 @@ def common_overrides(args: argparse.Namespace, task: str, seed: int) -> list[str
     return sets
 
 
+LINEAR_HEAD = "method_args.head=linear"
 PER_CLASS_DRAW = "data.few_shot_sampling=per_class"  # data.few_shot = N of each class (balanced draws)
 
 
@@ -242,7 +243,7 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> tuple[str, l
         return "scl", [
             *sets,
             "method_args.lam=0",
-            "method_args.head=linear",  # the reclaim arm's head, and the recorded runs' (scl's default: dense_tanh)
+            LINEAR_HEAD,  # the reclaim arm's head, and the recorded runs' (scl's default: dense_tanh)
             f"method_args.seeds=[{seed}]",
             "method_args.protocol=dev",
             PER_CLASS_DRAW,  # method_args.few_shot_sampling=per_class before issue 20
@@ -402,6 +403,8 @@ def _matches(store: harness.RecordStore, args: argparse.Namespace, setting: str,
     recorded = harness.renamed_keys(record["config"].get("overrides") or [])
     if recipe == "reclaim" and PER_CLASS_DRAW not in recorded:  # recorded before issue 20: the recipe's default then
         wanted = [s for s in wanted if s != PER_CLASS_DRAW]
+    if recipe == "scl" and LINEAR_HEAD not in recorded:  # recorded before scl's head option: linear was the only one
+        wanted = [s for s in wanted if s != LINEAR_HEAD]
     return record["config"].get("recipe") == recipe and recorded == wanted
 
 
