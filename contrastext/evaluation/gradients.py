@@ -33,8 +33,9 @@ functions of pairs of embeddings (cosines, dot products, distances — true of I
 uniformity and the margin losses), so ∇_{x_k} L = α x_k + Σ_partners β_p p. Probing the full gradient
 along δ_k, the part of y_k orthogonal to x_k and to every other partner (x_j, y_j for j ≠ k), isolates
 β_{y_k} = (∇_{x_k} L · δ_k) / (δ_k · y_k); the alignment part is β_{y_k} (I − x_k x_kᵀ) y_k and the
-uniformity part is the rest of the tangent gradient. This needs δ_k ≠ 0, hence 2B − 1 < d (e.g. B ≤ 64
-for d = 384) and positives that are not copies of anchors.
+uniformity part is the rest of the tangent gradient. This needs δ_k ≠ 0: the 2B − 1 other partners (the B
+anchors and the B − 1 other positives) span at most 2B − 1 dimensions, so they must leave room in d, hence
+2B − 1 < d (e.g. B ≤ 192 for d = 384: 2·192 − 1 = 383), and positives that are not copies of anchors.
 
 Example::
 
