@@ -1,7 +1,19 @@
-"""Reference implementations with explicit Python loops over rows (pytorch-metric-learning's test manner).
+"""Loop references for the objectives and the recipes' losses (pytorch-metric-learning's test manner).
 
-Everything is computed on Python floats (double precision) from ``tensor.tolist()``, element by element,
-so the vectorised objectives are checked against the formulas as written in their docstrings.
+Each function recomputes one loss with explicit Python loops on Python floats (double precision, from
+``tensor.tolist()``), element by element, written from its source, not from our vectorised code:
+
+- the papers' equations: ``supcon`` (Gunel et al. Eq. 3), ``capt`` (Luo et al. Eq. 2–4, with the queue
+  of §2.2), ``reclaim_ans`` (RECLAIM's Eq. 6);
+- the authors' released code: the gradient-dissipation losses ``alignment``, ``uniformity``,
+  ``align_uniform``, ``dcl`` and ``margin`` (BDBC-KG-NLP/ICLR2023_Gradient-Dissipation, lines cited in
+  their section below);
+- the formulas as the objectives' docstrings state them: ``infonce`` (hard negatives and their weight,
+  ``ids``, both directions), ``triplet`` and ``cross_entropy``.
+
+Inputs are embeddings (rows), except ``cross_entropy`` (logits) and ``reclaim_ans`` (critic scores).
+``tests/objectives`` compares the objectives with them, and ``tests/runs`` (``test_capt``, ``test_gd``,
+``test_reclaim``, ``test_scl``) the recipes' loss parts.
 """
 
 from __future__ import annotations
