@@ -464,7 +464,8 @@ def summarise(cells: list[Cell]) -> list[dict]:
             paired = [(r, baselines.get((cell.size, r["round"]))) for r in rounds]
             paired = [(r, b) for r, b in paired if b is not None]
             if paired:
-                line["ratio"] = statistics.median(paired_ratio(r["step_s"], b["step_s"]) for r, b in paired)
+                line["round_ratios"] = [paired_ratio(r["step_s"], b["step_s"]) for r, b in paired]
+                line["ratio"] = statistics.median(line["round_ratios"])
                 line["extra_mib"] = statistics.median(r["peak_mib"] - b["peak_mib"] for r, b in paired)
             first = rounds[0]
             for key in ("build_s", "nlist", "nprobe", "retrain_after", "exact_reason"):
@@ -479,6 +480,30 @@ def summarise(cells: list[Cell]) -> list[dict]:
             line["peak_reset"] = all(r.get("peak_reset", False) for r in rounds)
         table.append(line)
     return table
+
+
+MIN_ROUNDS_FOR_GOAL = 3
+
+
+def time_goal(args: argparse.Namespace, size: int) -> float:
+    """Issue 24's time goal in % over the baseline: all-MiniLM-L6-v2 (the recipe's model) +10 % at 67k rows and
+    +15 % at 1M; another ``--model`` (the BERT-base shape, the paper's model size) the paper's +4.4 % and +10 %."""
+    small = size <= SST2_ROWS
+    if args.model is None:
+        return 10.0 if small else 15.0
+    return 4.4 if small else 10.0
+
+
+def goal_verdict(round_ratios: list[float], goal: float) -> str:
+    """``met`` / ``not met`` from the median over rounds, with the rounds' range, and no verdict below
+    :data:`MIN_ROUNDS_FOR_GOAL` rounds: each row runs in its own process, and one round's cross-process spread
+    (two processes doing the same work differ by more than these goals' margins on a shared CPU) would decide it."""
+    overheads = sorted(100 * (ratio - 1) for ratio in round_ratios)
+    if len(overheads) < MIN_ROUNDS_FOR_GOAL:
+        return (f"not judged: {len(overheads)} round(s), the goal needs ≥ {MIN_ROUNDS_FOR_GOAL} "
+                "(one round's cross-process spread is larger than the goal)")
+    median = statistics.median(overheads)
+    return f"{'met' if median <= goal else 'not met'}; rounds {overheads[0]:+.1f} to {overheads[-1]:+.1f} %"
 
 
 def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list[dict]) -> str:
@@ -554,7 +579,7 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
     ivf = [line for line in table if line["row"] == "top-K ivf" and line.get("ratio") is not None and line.get("nlist")]
     no_search = {line["size"]: line.get("ratio") for line in table if line["row"] == "top-K none"}
     for line in ivf:
-        goal = 4.4 if line["size"] <= SST2_ROWS else 10.0
+        goal = time_goal(args, line["size"])
         overhead = 100 * (line["ratio"] - 1)
         recall = min(line["recall"]) if line.get("recall") else float("nan")
         profile = ""
@@ -573,7 +598,7 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
             profile += f" With the index trainings amortised (one per {steps_between:,.0f} steps): {overhead + amortised:+.1f} %."
         lines.append(
             f"- {line['size']:,} rows, top-K with the kept index: **{overhead:+.1f} %** time over the baseline "
-            f"(goal ≤ +{goal:g} %: {'met' if overhead <= goal else 'not met'}), recall@100 ≥ {recall:.3f} "
+            f"(goal ≤ +{goal:g} %: {goal_verdict(line['round_ratios'], goal)}), recall@100 ≥ {recall:.3f} "
             f"(goal ≥ 0.9: {'met' if recall >= 0.9 else 'not met'}); nlist {line.get('nlist')}, nprobe "
             f"{line.get('nprobe')}; {line.get('builds_during_steps', 0)} retraining(s) and "
             f"{line.get('exact_fallbacks', 0)} exact fallback(s) during the timed steps.{profile}"
