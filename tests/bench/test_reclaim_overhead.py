@@ -1,0 +1,42 @@
+"""bench/reclaim_overhead.py's verdict rules: the goal per model and bank size, no verdict below 3 rounds, and
+``--interleave``'s ratio taken within each child (its twin's steps) instead of against the baseline's child."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from tests.bench._scripts import loaded_bench
+
+
+def cell(bench, row, results):
+    return bench.Cell(row, 67_349, results=results)
+
+
+def test_the_goal_is_issue_24s_for_minilm_and_the_papers_for_another_model():
+    with loaded_bench("reclaim_overhead") as bench:
+        minilm, other = SimpleNamespace(model=None), SimpleNamespace(model="bert-base-random")
+        assert (bench.time_goal(minilm, 67_349), bench.time_goal(minilm, 1_000_000)) == (10.0, 15.0)
+        assert (bench.time_goal(other, 67_349), bench.time_goal(other, 1_000_000)) == (4.4, 10.0)
+
+
+def test_fewer_than_three_rounds_give_no_verdict_and_three_give_the_median_with_the_range():
+    with loaded_bench("reclaim_overhead") as bench:
+        assert bench.goal_verdict([0.9], 10.0).startswith("not judged: 1 round(s)")
+        assert bench.goal_verdict([1.0, 1.2], 10.0).startswith("not judged: 2 round(s)")
+        assert bench.goal_verdict([1.05, 1.30, 0.95], 10.0) == "met; rounds -5.0 to +30.0 %"
+        assert bench.goal_verdict([1.11, 1.30, 0.95], 10.0).startswith("not met")
+
+
+def test_interleaved_rounds_are_paired_with_their_own_twin_and_give_no_memory_delta():
+    with loaded_bench("reclaim_overhead") as bench:
+        baseline = [{"round": r, "step_s": [1.0, 1.0], "peak_mib": 100.0} for r in range(3)]
+        # Each child's own twin ran at another speed than the baseline's child: only the twin's steps count.
+        row = [{"round": r, "step_s": [1.2, 1.2], "baseline_step_s": [1.1, 1.1], "peak_mib": 300.0} for r in range(3)]
+        table = bench.summarise([cell(bench, "baseline", baseline), cell(bench, "top-K none", row)])
+        line = next(line for line in table if line["row"] == "top-K none")
+        assert [round(ratio, 6) for ratio in line["round_ratios"]] == [round(1.2 / 1.1, 6)] * 3
+        assert "extra_mib" not in line
+        separate = [{"round": r, "step_s": [1.2, 1.2], "peak_mib": 300.0} for r in range(3)]
+        table = bench.summarise([cell(bench, "baseline", baseline), cell(bench, "top-K none", separate)])
+        line = next(line for line in table if line["row"] == "top-K none")
+        assert line["ratio"] == 1.2 and line["extra_mib"] == 200.0
