@@ -36,17 +36,16 @@ the first N rows, the same rows for every seed). So pre-training goes through ``
 ``method_args.finetune_task=null``) and fine-tuning through the run module's own pieces
 (``finetune_config``, ``capt_encoder``, ``FineTuneMethod``, ``run_training``), with a seeded draw added.
 
-Cost at the defaults (quiet 2 cores; reference figures: fwd+bwd ≈ 12 ms per sequence of 22 tokens ∝ tokens,
-encoding ≈ 2.2 ms per sentence, model load ≈ 2 s; token counts measured with the tokenizer: wiki1m 25,
-SST-2 train 13, MRPC 54, RTE 67 (≤ 128)):
+Cost at the defaults: the reference estimate of ``experiments/cost.py`` (stated in the report, beside the
+measured time), for
 
-- pre-training, 300 steps × 32 sentences at length ≤ 64: two encoder passes + the MLM head (≈ 54 token-units
-  per sentence) → ≈ 280 s for mlm / mask / mask-fixed, ≈ 410 s for shuffle (three passes), + STS-B dev
-  before and after (≈ 13 s) and saving → ≈ 23 min for the four;
-- fine-tuning, 100 steps × 16 on 1000-row draws: SST-2 ≈ 21 s, MRPC ≈ 56 s, RTE ≈ 67 s with evaluation
-  and loading → 143 s per (variant, seed) × 5 variants × 5 seeds ≈ 60 min;
-- total ≈ 83 min (target ≤ 90). On a half-busy machine (load 2–3) single fine-tunings took 1.4–1.9× these
-  estimates; the budget's estimate is scaled by the slowdown seen in the sitting, and the rest resumes.
+- pre-training, 300 steps × 32 sentences at length ≤ 64: two encoder passes + the MLM head (three passes for
+  shuffle), STS-B dev before and after, and saving;
+- fine-tuning, 100 steps × 16 on 1000-row draws, one dev evaluation and the model load, per (variant, task,
+  seed): 5 variants × 3 tasks × 5 seeds.
+
+The budget's estimate is scaled by the slowdown seen in the sitting (``harness.Calibration``), and the rest
+resumes.
 
 A check of ``none`` seed 1 at these sizes (not a record): SST-2 78.4, MRPC 70.8 (majority 68.4), RTE 50.2
 (majority 52.7; 52.7 at lr 1e-4): RTE does not learn at this scale, so its comparisons are mostly noise.
@@ -65,11 +64,11 @@ import math
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cost  # noqa: E402
 import harness  # noqa: E402
 
 NAME = "capt"
@@ -96,14 +95,6 @@ LABELS = {
 PRETRAIN_SEED = 0
 METRIC = "accuracy"  # §3.2 / Table 5: accuracy for SST-2, MRPC and RTE
 
-# Cost model (seconds) of the module docstring.
-TRAIN_S_PER_TOKEN = 0.012 / 22
-ENCODE_S_PER_SENTENCE = 0.0022
-LOAD_S = 2.0
-OVERHEAD_S = 5.0  # tokeniser, trainer set-up, the stage's checkpoint / best / final folders
-TOKENS = {"wiki1m": 25.0, "sst2": 13.2, "mrpc": 53.5, "rte": 66.6}
-DEV_TOKENS_FACTOR = {"sst2": 25.2 / 22, "mrpc": 53.0 / 22, "rte": 64.6 / 22}
-DEV_ROWS = {"sst2": 872, "mrpc": 408, "rte": 277}
 # Accuracy of always predicting the dev split's most frequent class (444/872, 279/408, 146/277); MRPC's F1 of
 # always predicting "paraphrase" (the positive class): 2·279 / (2·279 + 129).
 MAJORITY = {"sst2": 50.92, "mrpc": 68.38, "rte": 52.71, "mrpc_f1": 81.22}
@@ -465,58 +456,32 @@ def run_one(args: argparse.Namespace):
     return run
 
 
-def estimate_base(args: argparse.Namespace, setting: str, seed: int) -> float:
-    """Seconds a run takes on a quiet machine by the cost model of the module docstring."""
+def reference_seconds(args: argparse.Namespace, setting: str) -> float:
+    """Seconds a run takes on 2 quiet cores by the cost model (``experiments/cost.py``)."""
     head, tail = split_setting(setting)
     if head == "pretrain":
-        copies = 3 if tail == "shuffle" else 2
-        units = copies * TOKENS["wiki1m"] + 0.15 * TOKENS["wiki1m"]  # encoder passes + the MLM head
-        train = args.pretrain_steps * args.pretrain_batch_size * units * TRAIN_S_PER_TOKEN
+        passes = (3 if tail == "shuffle" else 2) + 0.15  # encoder passes + the MLM head
+        train = cost.train_seconds(args.pretrain_steps * args.pretrain_batch_size * passes, cost.tokens("wiki1m"))
         pairs = min(args.sts_limit or STSB_DEV_PAIRS, STSB_DEV_PAIRS)
-        return train + 2 * 2 * pairs * ENCODE_S_PER_SENTENCE + LOAD_S + 2 * OVERHEAD_S
-    task = tail
-    train = args.finetune_steps * args.finetune_batch_size * TOKENS[task] * TRAIN_S_PER_TOKEN
-    rows = min(args.eval_limit or DEV_ROWS[task], DEV_ROWS[task])
-    evaluation = rows * ENCODE_S_PER_SENTENCE * DEV_TOKENS_FACTOR[task]
-    return train + evaluation + LOAD_S + OVERHEAD_S
+        return train + cost.encode_seconds(2 * 2 * pairs) + cost.LOAD_S + 2 * cost.SAVE_S  # STS-B before, after
+    train = cost.train_seconds(args.finetune_steps * args.finetune_batch_size, cost.tokens(tail))
+    return train + cost.dev_seconds(tail, args.eval_limit) + cost.LOAD_S + cost.SAVE_S
 
 
-def estimate_total_minutes(args: argparse.Namespace) -> float:
-    return sum(estimate_base(args, s, seed) for s, seed in plan(args)) / 60
+def sitting_reference(args: argparse.Namespace):
+    """``reference(setting)`` for this sitting's budget: a cached pre-training costs nothing (0 s: it is reused),
+    and a fine-tuning whose variant is not cached pre-trains it first."""
 
-
-class Estimator:
-    """The cost model scaled by how much slower than it the runs of this sitting were (median ratio)."""
-
-    def __init__(self, args: argparse.Namespace):
-        self.args = args
-        self.ratios: list[float] = []
-
-    def wrap(self, run):
-        def timed(setting: str, seed: int):
-            head, tail = split_setting(setting)
-            cached = head == "pretrain" and cached_pretrain(self.args, tail) is not None
-            base = self(setting, seed) / self.scale()
-            start = time.perf_counter()
-            result = run(setting, seed)
-            if not cached:  # a reused encoder says nothing about the machine's speed
-                self.ratios.append((time.perf_counter() - start) / base)
-            return result
-
-        return timed
-
-    def scale(self) -> float:
-        return statistics.median(self.ratios) if self.ratios else 1.0
-
-    def __call__(self, setting: str, seed: int) -> float:
-        scale = self.scale()
-        extra = 0.0
+    def reference(setting: str) -> float:
         head, tail = split_setting(setting)
-        if head == "pretrain" and cached_pretrain(self.args, tail) is not None:
-            return OVERHEAD_S  # the cached encoder is reused
-        if head in VARIANTS and cached_pretrain(self.args, head) is None:
-            extra = estimate_base(self.args, f"pretrain/{head}", PRETRAIN_SEED)
-        return scale * (estimate_base(self.args, setting, seed) + extra)
+        if head == "pretrain":
+            return 0.0 if cached_pretrain(args, tail) is not None else reference_seconds(args, setting)
+        extra = 0.0
+        if head in VARIANTS and cached_pretrain(args, head) is None:
+            extra = reference_seconds(args, f"pretrain/{head}")
+        return reference_seconds(args, setting) + extra
+
+    return reference
 
 
 def clean_weights(store: harness.RecordStore, args: argparse.Namespace) -> None:
@@ -774,7 +739,8 @@ def report(store: harness.RecordStore, args: argparse.Namespace) -> str:
         "",
         f"    {harness.command(NAME, args, extra_options(args))}",
         "",
-        f"(Estimated {estimate_total_minutes(args):.0f} min on 2 quiet cores at these sizes.{measured_time(store)})",
+        f"(Estimated {cost.plan_minutes(reference_seconds, args, plan(args)):.0f} min on 2 quiet cores at these "
+        f"sizes.{measured_time(store)})",
     ]
     return "\n".join(lines)
 
@@ -913,12 +879,10 @@ def main(argv: list[str] | None = None) -> int:
     check_sizes(store, args)
     left = 0
     if not args.report_only:
-        estimator = Estimator(args)
-        first = estimate_base(args, plan(args)[0][0], PRETRAIN_SEED)
-        budget = harness.Budget(args.budget_minutes, first_estimate_s=first)
-        print(f"[{NAME}] plan: {len(plan(args))} runs, ≈ {estimate_total_minutes(args):.0f} min on quiet cores",
-              flush=True)
-        left = harness.run_plan(store, plan(args), estimator.wrap(run_one(args)), budget, estimate=estimator)
+        minutes = cost.plan_minutes(reference_seconds, args, plan(args))
+        print(f"[{NAME}] plan: {len(plan(args))} runs, ≈ {minutes:.0f} min on quiet cores", flush=True)
+        budget = harness.Budget(args.budget_minutes)
+        left = harness.run_plan(store, plan(args), run_one(args), budget, sitting_reference(args))
         clean_weights(store, args)
     harness.write_report(store, report(store, args))
     plot(store, args, Path(args.results) / f"{NAME}.png")

@@ -20,12 +20,10 @@ measurement, ``start`` (seed 0), scores the untrained encoder ([CLS], as the run
 own mean pooling) on the same full sets. Seeds run seed-major (every loss at seed 1, then seed 2, ...), so a
 partial sitting still gives paired comparisons.
 
-Estimated time at the defaults on 2 quiet cores (figures of experiments/README: 12 ms per training sequence
-of ~22 tokens, 2.2 ms per encoded STS sentence, 2 s per model load): training 500 steps × 32 sequences
-(each sentence encoded twice) × 12 ms ≈ 192 s; 11 evaluations × (400 STS sentences × 2.2 ms + 32 diagnostic
-sequences) ≈ 13 s; final evaluation ≈ 4,400 sentences × 2.2 ms ≈ 10 s; loads and saves ≈ 8 s: ≈ 3.7 min
-per run, ≈ 78 min for the 21 runs plus ≈ 0.3 min for ``start``: within the 90-minute target. On a shared
-machine expect several times that: ``--budget-minutes`` stops and the next call goes on.
+Estimated time at the defaults on 2 quiet cores: the cost model of ``experiments/cost.py`` (training 500 steps
+× 32 sequences, each sentence encoded twice; 11 evaluations of 400 STS sentences and the diagnostic batch; the
+final evaluation; loads and saves), stated in the report. On a shared machine expect several times that:
+``--budget-minutes`` stops and the next call goes on.
 
 Outputs in ``--results``: ``gd_losses.json`` (run records: the gradient curves as lists, the final full-set
 scores), ``gd_losses.md`` (the RESULTS.md section), ``gd_losses.png`` (2 × 2 panels). Run folders go under
@@ -40,6 +38,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import shutil
 import statistics
@@ -48,6 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cost  # noqa: E402
 import harness  # noqa: E402
 
 NAME = "gd_losses"
@@ -140,13 +140,26 @@ def sizes(args: argparse.Namespace) -> dict:
     }
 
 
-def estimate_seconds(args: argparse.Namespace) -> float:
-    """A priori seconds of one loss run on 2 quiet cores (the module docstring's figures)."""
-    train = args.steps * 2 * args.batch_size * 0.012 * min(args.max_length, 22) / 22
+def run_seconds(args: argparse.Namespace) -> float:
+    """Seconds of one loss run on 2 quiet cores by the cost model (``experiments/cost.py``)."""
+    train = cost.train_seconds(args.steps * 2 * args.batch_size, cost.tokens("wiki1m", args.max_length))
     evaluations = args.steps // args.eval_every + 2
-    per_eval = 2 * (args.eval_limit or 1500) * 0.0022 + 2 * (args.diagnostic_batch or args.batch_size) * 0.004
-    final = 2 * ((args.final_limit or 1500) + (args.final_limit or 500) + (args.eval_limit or 1500)) * 0.0022
-    return train + evaluations * per_eval + final + 8.0
+    diagnostic = 2 * (args.diagnostic_batch or args.batch_size) * cost.DIAGNOSTIC_S_PER_SEQUENCE
+    per_eval = cost.encode_seconds(2 * (args.eval_limit or 1500)) + diagnostic
+    final = cost.encode_seconds(2 * (final_pairs(args) + (args.eval_limit or 1500)))  # + the reproduce check
+    return train + evaluations * per_eval + final + 2 * cost.LOAD_S + cost.SAVE_S  # the run's load, the reload
+
+
+def final_pairs(args: argparse.Namespace) -> int:
+    """Pairs of the final evaluation: STS-B dev and SICK-R dev."""
+    return (args.final_limit or 1500) + (args.final_limit or 500)
+
+
+def reference_seconds(args: argparse.Namespace, setting: str) -> float:
+    """A loss run, or ``start``: two loads and the final sets scored with two poolings."""
+    if setting == START:
+        return 2 * cost.LOAD_S + cost.encode_seconds(2 * 2 * final_pairs(args))
+    return run_seconds(args)
 
 
 # ------------------------------------------------------------------------------------------------- runs
@@ -471,13 +484,13 @@ def protocol_section(store: harness.RecordStore, args: argparse.Namespace) -> st
     table = harness.markdown_table(["", "authors (code, per docs/methods/gd.md)", "ours"], rows)
     seeds = _record_seeds(store) or list(args.seeds)
     runs = len(LOSSES) * len(seeds)
-    per_run = estimate_seconds(argparse.Namespace(**{**vars(args), **{
+    per_run = run_seconds(argparse.Namespace(**{**vars(args), **{
         "steps": steps, "batch_size": batch, "max_length": size["max_length"], "eval_every": size["eval_every"],
         "eval_limit": size["eval_limit"], "diagnostic_batch": size["diagnostic_batch"],
         "final_limit": size["final_limit"]}}))
     notes = f"""\
 **Why these sizes.** The {runs} runs must fit 90 minutes on 2 CPU cores: {steps} steps at batch {batch} is
-≈ {per_run / 60:.1f} min per run on 2 quiet cores (module docstring), ≈ {runs * per_run / 60:.0f} min in all.
+≈ {per_run / 60:.1f} min per run on 2 quiet cores (`experiments/cost.py`), ≈ {runs * per_run / 60:.0f} min in all.
 The learning rate stays the recipe's (the authors') 1e-5 ({lr:g} here). AdamW's step size hardly depends on
 the batch size, so each of our steps moves the weights about as far as one of theirs, on a noisier gradient
 (batch {batch}, not 128), for {steps} steps instead of 7,813: about {100 * steps / 7813:.1f} % of their path.
@@ -805,25 +818,11 @@ def main(argv: list[str] | None = None) -> int:
     store = harness.RecordStore(NAME, args.results)
     missing = 0
     if not args.report_only:
-        durations: list[float] = []
-
         def run_one(setting: str, seed: int) -> tuple[dict, dict]:
-            if setting == START:
-                return run_start(args)
-            import time
+            return run_start(args) if setting == START else run_loss(args, setting, seed)
 
-            begin = time.perf_counter()
-            result = run_loss(args, setting, seed)
-            durations.append(time.perf_counter() - begin)
-            return result
-
-        def estimate(setting: str, seed: int) -> float:
-            if setting == START:
-                return 20.0
-            return statistics.fmean(durations) if durations else estimate_seconds(args)
-
-        budget = harness.Budget(args.budget_minutes, first_estimate_s=estimate_seconds(args))
-        missing = harness.run_plan(store, plan(args), run_one, budget, estimate=estimate)
+        reference = functools.partial(reference_seconds, args)
+        missing = harness.run_plan(store, plan(args), run_one, harness.Budget(args.budget_minutes), reference)
     markdown = report(store, args)
     md_path = harness.write_report(store, markdown)
     png = plot(store, Path(args.results) / f"{NAME}.png")

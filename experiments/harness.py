@@ -9,10 +9,10 @@ records live in ``docs/results/<name>.json``: a list of dicts
      "provenance": {commit, dirty flag, versions, threads, CPU, CPU vs wall time}}  # contrastext.runtime.provenance
 
 A run whose ``(setting, seed)`` is already in the file is skipped, so an experiment can be spread over several
-sittings: ``--budget-minutes N`` stops starting new runs once the next one (estimated from the mean of the runs
-done in this sitting, or ``first_estimate_s``) would not finish within N minutes of the start; the next call
-goes on where this one stopped. The file is rewritten after every run (atomically), so an interrupted sitting
-loses at most the run in flight.
+sittings: ``--budget-minutes N`` stops starting new runs once the next one (its reference seconds from
+``experiments/cost.py``, scaled by :class:`Calibration`: the median wall / reference ratio of this sitting's
+runs) would not finish within N minutes of the start; the next call goes on where this one stopped. The file
+is rewritten after every run (atomically), so an interrupted sitting loses at most the run in flight.
 
 The verdict rule of issue 12: the 95 % bootstrap interval of the mean paired difference (treatment − baseline,
 matched by seed / draw) must exclude 0 in the paper's direction for "reproduced"; otherwise "not reproduced
@@ -21,15 +21,7 @@ at this scale".
 Example::
 
     store = RecordStore("scl_noise", results_dir)
-    budget = Budget(minutes=args.budget_minutes)
-    for setting, seed in plan:
-        if store.has(setting, seed):
-            continue
-        if not budget.allows_another():
-            break
-        with budget.timed_run() as run:
-            metrics = train_one(...)
-        store.add(setting, seed, config, metrics, run)
+    left = run_plan(store, plan, run_one, Budget(args.budget_minutes), reference=lambda setting: 40.0)
 """
 
 from __future__ import annotations
@@ -195,21 +187,15 @@ class RunTiming:
 class Budget:
     """Stop starting runs once the next one would end past ``minutes`` after the start of this sitting."""
 
-    def __init__(self, minutes: float, first_estimate_s: float = 60.0):
+    def __init__(self, minutes: float):
         self.seconds = float(minutes) * 60.0
         self.start = time.perf_counter()
-        self.first_estimate_s = first_estimate_s
-        self.durations: list[float] = []
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
 
-    def estimate(self) -> float:
-        return statistics.fmean(self.durations) if self.durations else self.first_estimate_s
-
-    def allows_another(self, estimate_s: float | None = None) -> bool:
-        needed = self.estimate() if estimate_s is None else estimate_s
-        return self.elapsed() + needed <= self.seconds
+    def allows_another(self, estimate_s: float) -> bool:
+        return self.elapsed() + estimate_s <= self.seconds
 
     @contextlib.contextmanager
     def timed_run(self) -> Iterator[RunTiming]:
@@ -218,7 +204,27 @@ class Budget:
         yield timing
         timing.wall_s = time.perf_counter() - start
         timing.load_after = load_average()
-        self.durations.append(timing.wall_s)
+
+
+class Calibration:
+    """The one calibrated estimator: a run's reference seconds (``experiments/cost.py``, a quiet machine)
+    times the median wall / reference ratio of the runs finished in this sitting (1 before the first).
+
+    A run whose reference is 0 s (a cached result reused) neither needs time nor says anything about the
+    machine's speed, so it adds no ratio."""
+
+    def __init__(self):
+        self.ratios: list[float] = []
+
+    def scale(self) -> float:
+        return statistics.median(self.ratios) if self.ratios else 1.0
+
+    def estimate(self, reference_s: float) -> float:
+        return reference_s * self.scale()
+
+    def observe(self, reference_s: float, wall_s: float) -> None:
+        if reference_s > 0:
+            self.ratios.append(wall_s / reference_s)
 
 
 def run_plan(
@@ -226,19 +232,21 @@ def run_plan(
     plan: Iterable[tuple[str, int]],
     run_one: Callable[[str, int], tuple[dict, dict]],
     budget: Budget,
-    estimate: Callable[[str, int], float] | None = None,
+    reference: Callable[[str], float] | float,
 ) -> int:
     """Run every ``(setting, seed)`` of ``plan`` not yet in ``store`` while the budget allows.
 
-    ``run_one(setting, seed) -> (config, metrics)``. ``estimate(setting, seed)`` (seconds) overrides the
-    budget's running mean, for plans whose runs differ much in size. Returns the number of runs still missing.
+    ``run_one(setting, seed) -> (config, metrics)``. ``reference(setting)`` is a run's seconds on 2 quiet cores
+    by the cost model (a number: the same for every run); the budget is asked for it scaled by
+    :class:`Calibration`. Returns the number of runs still missing.
     """
     plan = list(plan)
     missing = [(s, seed) for s, seed in plan if not store.has(s, seed)]
     print(f"[{store.name}] {len(plan) - len(missing)}/{len(plan)} runs already recorded in {store.path}", flush=True)
+    calibration = Calibration()
     for index, (setting, seed) in enumerate(missing):
-        guess = estimate(setting, seed) if estimate else None
-        if not budget.allows_another(guess):
+        reference_s = reference(setting) if callable(reference) else float(reference)
+        if not budget.allows_another(calibration.estimate(reference_s)):
             left = len(missing) - index
             print(
                 f"[{store.name}] budget reached after {budget.elapsed() / 60:.1f} min: {left} run(s) left for "
@@ -248,10 +256,11 @@ def run_plan(
             return left
         with budget.timed_run() as timing:
             config, metrics = run_one(setting, seed)
+        calibration.observe(reference_s, timing.wall_s)
         store.add(setting, seed, config, metrics, timing)
         print(
-            f"[{store.name}] {setting} seed {seed}: {timing.wall_s:.0f} s, load {timing.load_before[0]} -> "
-            f"{timing.load_after[0]} ({index + 1}/{len(missing)} this sitting)",
+            f"[{store.name}] {setting} seed {seed}: {timing.wall_s:.0f} s (reference {reference_s:.0f} s), load "
+            f"{timing.load_before[0]} -> {timing.load_after[0]} ({index + 1}/{len(missing)} this sitting)",
             flush=True,
         )
     return 0

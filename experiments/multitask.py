@@ -42,12 +42,11 @@ the recipe's Quora holdout (20 % of quora-dev, seed 0, 4,042 pairs; the rest of 
 weights, no selection on dev (the recipe keeps the best dev mean; with its ``eval_every: 500`` and runs of
 <= 120 steps it would evaluate only at the last step too, so its selection would pick the same weights).
 
-Estimated time at the defaults on 2 quiet cores (12 ms per trained sequence of 22 tokens, 2.2 ms per encoded
-STS sentence of ~14 tokens, +8 s a run for loading and saving, +20 % for PCGrad's per-task backward passes):
-proportional 155 s, sequential 130 s, round_robin 164 s, proportional+pcgrad 145 s, proportional-simcse 116 s
-a seed (pre-step 40 s, evaluation 23 s of these), 710 s per seed, ~59 min for the 25 runs.
+Estimated time at the defaults on 2 quiet cores: the cost model of ``experiments/cost.py`` (the trained
+sequences of each task's batches, the SimCSE pre-step, the evaluation sets, loading and saving, PCGrad's
+per-task backward passes), stated in the report.
 Measured (2026-11-24, quiet machine, 1-min load 1.8-2.2 from the runs themselves): 80.5 min of run time for the
-25 runs, 1.36x the estimate (PCGrad 1.55x): proportional 206 s, sequential 180 s, round_robin 215 s,
+25 runs: proportional 206 s, sequential 180 s, round_robin 215 s,
 proportional+pcgrad 225 s, proportional-simcse 145 s a seed. That sitting's heads stayed at chance (STS dev
 Pearson ~0 in every setting, SST-5 / Quora accuracy a class's share; see ``at_chance``): it ran with one lr (5e-5)
 for every parameter and the STS head's bias at PyTorch's initialisation. Its records are kept, superseded, in
@@ -61,16 +60,17 @@ constant); adding ``head_lr`` 1e-3 gave SST 31.3, Quora 65.8, STS 53.5 (mean 50.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cost  # noqa: E402
 import harness  # noqa: E402
 
 from contrastext import load_config, recipe_path  # noqa: E402
@@ -147,15 +147,6 @@ SIZE_DEFAULTS = {
     "eval_limit": 1101,
 }
 
-# Token counts of the shared files with all-MiniLM-L6-v2's tokenizer (mean per sequence, [CLS]/[SEP] included):
-# SST sentence, Quora / STS pair encoded jointly, one NLI sentence; and the evaluation sets' sizes.
-TOKENS = {"sst": 25.0, "quora": 30.5, "sts": 28.4, "nli": 12.6}
-EVAL_ROWS = {"sst": 1101, "quora": 4042, "sts": 863}
-TRAIN_S_PER_TOKEN = 0.012 / 22  # training forward + backward
-ENCODE_S_PER_TOKEN = 0.0022 / 14  # inference
-RUN_OVERHEAD_S = 8.0
-PCGRAD_OVERHEAD = 1.2
-
 SHUFFLED_FILES = ("minbert/ids-sst-train.csv", "minbert/sts-train.csv")
 DATA_SHUFFLE_SEED = 0
 
@@ -226,33 +217,28 @@ def steps_of(setting: str, args) -> int:
     return int(args.epochs * per_epoch)
 
 
-def estimate_seconds(setting: str, args) -> float:
-    """Wall time of one run on 2 quiet cores, from the reference figures (see the module docstring)."""
+def reference_seconds(args, setting: str) -> float:
+    """Wall time of one run on 2 quiet cores by the cost model (``experiments/cost.py``)."""
+    tokens, limit = cost.TOKENS, args.eval_limit
     per_task = args.limit // args.batch_size
-    sst = args.batch_size * TOKENS["sst"] * TRAIN_S_PER_TOKEN
-    quora = 2 * args.batch_size * TOKENS["quora"] * TRAIN_S_PER_TOKEN  # both orders
-    sts = 2 * args.batch_size * TOKENS["sts"] * TRAIN_S_PER_TOKEN
+    sst = cost.train_seconds(args.batch_size, tokens["sst5"])
+    quora = cost.train_seconds(2 * args.batch_size, tokens["quora"])  # both orders
+    sts = cost.train_seconds(2 * args.batch_size, tokens["sts"])
     passes = {  # batches of each task per epoch
         "sequential": (1, 1, 1), "round_robin": (2, 1, 2), "proportional": (1, 2, 1), "proportional-simcse": (1, 2, 1),
     }
     if setting == "proportional+pcgrad":
-        b = args.pcgrad_batch_size
-        step = b * (TOKENS["sst"] + 2 * TOKENS["quora"] + 2 * TOKENS["sts"]) * TRAIN_S_PER_TOKEN * PCGRAD_OVERHEAD
-        train = steps_of(setting, args) * step
+        joint = tokens["sst5"] + 2 * tokens["quora"] + 2 * tokens["sts"]
+        train = steps_of(setting, args) * cost.train_seconds(args.pcgrad_batch_size, joint) * cost.PCGRAD_FACTOR
     else:
         n_sst, n_quora, n_sts = passes[setting]
         train = args.epochs * per_task * (n_sst * sst + n_quora * quora + n_sts * sts)
     prestep = 0.0
     if setting != "proportional-simcse":
-        prestep = args.simcse_steps * 3 * args.simcse_batch_size * TOKENS["nli"] * TRAIN_S_PER_TOKEN
-    rows = {task: min(count, args.eval_limit) for task, count in EVAL_ROWS.items()}
-    evaluation = (rows["sst"] * TOKENS["sst"] + 2 * rows["quora"] * TOKENS["quora"]
-                  + 2 * rows["sts"] * TOKENS["sts"]) * ENCODE_S_PER_TOKEN
-    return RUN_OVERHEAD_S + prestep + train + evaluation
-
-
-def estimate_minutes(args) -> float:
-    return sum(estimate_seconds(setting, args) for setting, _ in plan(args)) / 60.0
+        prestep = cost.train_seconds(args.simcse_steps * 3 * args.simcse_batch_size, tokens["nli"])
+    pairs = cost.dev_seconds("quora", limit) + cost.dev_seconds("sts", limit)  # both orders
+    evaluation = cost.dev_seconds("sst5", limit) + 2 * pairs
+    return cost.LOAD_S + cost.SAVE_S + prestep + train + evaluation
 
 
 # --------------------------------------------------------------------------------------------- the runs
@@ -500,7 +486,7 @@ def report(store: harness.RecordStore, args) -> str:
     paper_rows.append(["§5.2 text", "leaderboard, test set", "–", *(f"{PAPER_TEXT_TEST[k] / 100:.3f}" for k in SHOWN)])
     paper_table = harness.markdown_table(
         ["Table 3", "what", "our setting", "SST dev acc", "QQP dev acc", "STS dev r", "average"], paper_rows)
-    est = estimate_minutes(args)
+    est = cost.plan_minutes(reference_seconds, args, plan(args))
     table = all_comparisons(store)
     return f"""## CS224N multi-task BERT: task sampling, PCGrad and the SimCSE pre-step
 
@@ -649,20 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         data_root = prepare_data_root(Path(args.data_root), Path(args.runs) / NAME / "data")
         run_one = make_run_one(args, data_root)
-        budget = harness.Budget(args.budget_minutes, first_estimate_s=estimate_seconds(BASELINE, args))
-        done: list[tuple[float, float]] = []  # (model estimate, wall) of this sitting's runs
-
-        def timed(setting: str, seed: int):
-            with_start = time.perf_counter()
-            result = run_one(setting, seed)
-            done.append((estimate_seconds(setting, args), time.perf_counter() - with_start))
-            return result
-
-        def estimate(setting: str, seed: int) -> float:
-            factor = sum(w for _, w in done) / sum(e for e, _ in done) if done else 1.0
-            return estimate_seconds(setting, args) * factor
-
-        left = harness.run_plan(store, plan(args), timed, budget, estimate=estimate)
+        reference = functools.partial(reference_seconds, args)
+        left = harness.run_plan(store, plan(args), run_one, harness.Budget(args.budget_minutes), reference)
     markdown = report(store, args)
     harness.write_report(store, markdown)
     plot(store, Path(args.results) / f"{NAME}.png")

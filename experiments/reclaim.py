@@ -34,21 +34,18 @@ checkpoint): step seconds = the step's batch size / its rate. ``step_ms`` is the
 after the first step; ``train_s`` the sum over all steps. Peak memory is NOT measured per run: every run shares one process, whose ``ru_maxrss`` only grows;
 ``bench/reclaim_overhead.py`` measures it properly (one child process per variant).
 
-**Default plan and cost** (5 seeds; estimate from the quiet-machine figures: training ≈ 12 ms per 22-token
-sequence, ∝ tokens, + ~60 ms per step for the optimiser; mean real tokens per training example with this
-tokenizer: SST-2 13.2, MRPC 53.4, RTE 66.6; the critic on 2·32·K negatives ≈ 80 ms per step at K = 100; the
-80 % method ≈ 290 ms per step at 1,500 rows; ~15 s per run to load, export and delete, plus two dev passes):
+**Default plan** (5 seeds; its reference cost on 2 quiet cores is ``experiments/cost.py``'s: ``--estimate``
+prints it per setting; about half of it is the fixed cost of a run, not training):
 
-| part | settings | rows | steps (3 epochs) | est. s per seed |
-|---|---|---|---|---|
-| Table 1 | sst2/plain, sst2/top100 | 1,500 (750 / class) | 141 | 63 + 74 |
-| Table 1 | mrpc/plain, mrpc/top100 | 600 (300 / class) | 57 | 78 + 83 |
-| Table 1 | rte/plain, rte/top100 | 600 (300 / class) | 57 | 90 + 95 |
-| ablations | sst2/in_batch, sst2/random | 1,500 | 141 | 64 + 104 |
-| semi-supervised | sst2/semi{1,5,10}/{lam0,k10} | 200 / 1,000 / 2,000 of the first 20,000 | 21 / 96 / 189 | 2 × (28 + 51 + 78) |
+| part | settings | rows | steps (3 epochs) |
+|---|---|---|---|
+| Table 1 | sst2/plain, sst2/top100 | 1,500 (750 / class) | 141 |
+| Table 1 | mrpc/plain, mrpc/top100 | 600 (300 / class) | 57 |
+| Table 1 | rte/plain, rte/top100 | 600 (300 / class) | 57 |
+| ablations | sst2/in_batch, sst2/random | 1,500 | 141 |
+| semi-supervised | sst2/semi{1,5,10}/{lam0,k10} | 200 / 1,000 / 2,000 of the first 20,000 | 21 / 96 / 189 |
 
-≈ 16 min per seed, ≈ 80 min for the 70 runs (``--estimate`` prints it; about half of it is the fixed cost of a
-run, not training). Max length stays at run_glue's 128: training runs on the real tokens only (unpadded), so a
+Max length stays at run_glue's 128: training runs on the real tokens only (unpadded), so a
 cut to 96 would save < 10 % on RTE (mean 67 tokens, 21 % of pairs above 96) and nothing on SST-2 / MRPC.
 The paper: full GLUE training sets (SST-2 67,349 rows, 6,315 steps), BERT-base / RoBERTa-base, semi-supervised
 fractions of the full sets (1 % of SST-2 = 673 rows; ``--semi-pool 0`` draws from all 67,349 rows, ≈ +35 min).
@@ -62,6 +59,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 import shutil
@@ -70,6 +68,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py sits beside this script
+import cost  # noqa: E402
 import harness  # noqa: E402
 
 NAME = "reclaim"
@@ -81,15 +80,6 @@ ABLATIONS = ("in_batch", "random")
 SEEDS = (1, 2, 3, 4, 5)
 PLAIN = "plain"
 SEMI_BASE = "lam0"
-
-# Cost model (seconds), from the quiet-machine reference figures in the rules of issue 12 (not measured here).
-TRAIN_MS_PER_TOKEN = 12.0 / 22.0
-STEP_FIXED_MS = 60.0  # optimiser, clipping, collate per step
-TOKENS = {"sst2": 13.2, "mrpc": 53.4, "rte": 66.6}  # mean real tokens per training example (max length 128)
-DEV = {"sst2": (872, 25.2), "mrpc": (408, 53.2), "rte": (277, 64.6)}  # dev rows, mean tokens
-INFER_MS_PER_TOKEN = 0.16  # ≈ 2.2 ms per STS-sized sentence
-RUN_FIXED_S = 15.0  # model load, data read, checkpoint + exports, folder removal
-CRITIC_MS_PER_PAIR = 80.0 / 6400  # the critic on 2·B·K negative pairs, forward + backward
 
 # The paper's words (verbatim from ../shared/papers/reclaim.txt).
 CLAIM_TABLE1 = (
@@ -267,31 +257,26 @@ def load(recipe: str, sets: list[str]):
 # -------------------------------------------------------------------------------------------- estimate
 
 
-def estimate_seconds(args: argparse.Namespace, setting: str) -> float:
-    """Quiet-machine estimate of one run (see the module docstring)."""
+def reference_seconds(args: argparse.Namespace, setting: str) -> float:
+    """Seconds of one run on 2 quiet cores by the cost model (``experiments/cost.py``)."""
     task, variant, fraction = parse_setting(setting)
     n = n_train(args, setting)
     batch = 32
-    steps_per_epoch = math.ceil(n / batch)
-    steps = math.ceil(steps_per_epoch * args.epochs)
-    tokens = min(TOKENS[task], args.max_length)
-    step_ms = STEP_FIXED_MS + min(batch, n) * tokens * TRAIN_MS_PER_TOKEN
+    steps = math.ceil(math.ceil(n / batch) * args.epochs)
+    step = cost.STEP_S + cost.train_seconds(min(batch, n), cost.tokens(task, args.max_length))
     if variant.startswith("top"):
-        step_ms += CRITIC_MS_PER_PAIR * 2 * batch * args.k
+        pairs = 2 * batch * args.k
     elif fraction is not None:  # lam0 still runs the critic at K = semi_k
-        step_ms += CRITIC_MS_PER_PAIR * 2 * batch * args.semi_k
+        pairs = 2 * batch * args.semi_k
     elif variant == "in_batch":
-        step_ms += CRITIC_MS_PER_PAIR * 2 * batch * (batch - 1) / 4  # the u, v projections are shared
+        pairs = 2 * batch * (batch - 1) / 4  # the u, v projections are shared
     elif variant == "random":
-        step_ms += CRITIC_MS_PER_PAIR * 2 * batch * 0.8 * n * 0.3  # bank rows projected once, then B × M pairs
-    rows, dev_tokens = DEV[task]
-    rows = min(rows, args.eval_limit or rows)
-    evaluation = 2 * rows * dev_tokens * INFER_MS_PER_TOKEN / 1000  # the last step's and run_training's
-    return RUN_FIXED_S + evaluation + steps * step_ms / 1000
-
-
-def estimate_plan(args: argparse.Namespace) -> float:
-    return sum(estimate_seconds(args, setting) for setting, _ in plan(args))
+        pairs = 2 * batch * 0.8 * n * 0.3  # bank rows projected once, then B × M pairs
+    else:
+        pairs = 0
+    evaluation = 2 * cost.dev_seconds(task, args.eval_limit)  # the last step's and run_training's
+    fixed = cost.LOAD_S + cost.SAVE_S + cost.EXPORT_S
+    return fixed + evaluation + steps * (step + pairs * cost.CRITIC_S_PER_PAIR)
 
 
 # ------------------------------------------------------------------------------------------------ a run
@@ -682,7 +667,7 @@ def results_section(store: harness.RecordStore, args: argparse.Namespace) -> str
                      harness.fmt_mean_std(_values(store, base, "step_ms"), digits=0),
                      harness.fmt_mean_std(_values(store, f"{args.ablation_task}/{mode}", "step_ms"), digits=0),
                      _overhead_text(overhead(store, f"{args.ablation_task}/{mode}", base)), paper))
-    cost = harness.markdown_table(["variant", "plain ms/step", "variant ms/step", "time overhead per step (paired)",
+    table = harness.markdown_table(["variant", "plain ms/step", "variant ms/step", "time overhead per step (paired)",
                                    "paper"], rows)
     return (
         "### Our results\n\n"
@@ -695,7 +680,7 @@ def results_section(store: harness.RecordStore, args: argparse.Namespace) -> str
         "one process, whose peak RSS only grows); `bench/reclaim_overhead.py` measures time and peak memory of "
         "each variant in its own process. " + bench_overhead_text(bench_overhead(_benchmarks(args))) + ". The paper: "
         "+4.4 % time and + 200 MB for K = 100 over 7.5 GB (MNLI, BERT-base, GPU). The runs below have 1,500- or "
-        "600-row banks, so their overhead is of a much smaller bank than either.\n\n" + cost
+        "600-row banks, so their overhead is of a much smaller bank than either.\n\n" + table
     )
 
 
@@ -707,10 +692,10 @@ def verdict_lines(store: harness.RecordStore, args: argparse.Namespace) -> str:
         lines.append(f"**Verdict:** ablation, top-K vs {mode.replace('_', '-')}: {c.text()}.")
     for p, c in semi_comparisons(store, args):
         lines.append(f"**Verdict:** semi-supervised {pct(p)} %: {c.text()}.")
-    cost = [(t, overhead(store, f"{t}/{top_variant(args)}", f"{t}/{PLAIN}")) for t in args.tasks]
-    cost = [(t, c) for t, c in cost if c]
-    if cost:
-        parts = ", ".join(f"{TASK_NAMES[t]} {_overhead_text(c)}" for t, c in cost)
+    overheads = [(t, overhead(store, f"{t}/{top_variant(args)}", f"{t}/{PLAIN}")) for t in args.tasks]
+    overheads = [(t, c) for t, c in overheads if c]
+    if overheads:
+        parts = ", ".join(f"{TASK_NAMES[t]} {_overhead_text(c)}" for t, c in overheads)
         lines.append(f"Time per step, top-K = {args.k} over plain fine-tuning (banks of ≤ 1,500 rows): {parts}; "
                      f"{bench_overhead_text(bench_overhead(_benchmarks(args)))}; the paper: +4.4 % on MNLI "
                      "(per epoch, BERT-base, GPU).")
@@ -781,12 +766,12 @@ def summary(store: harness.RecordStore) -> dict:
     def delta(c: harness.Comparison) -> str:
         return "–" if not c.seeds else f"{c.mean_difference:+.2f}"
 
-    cost = overhead(store, f"sst2/{top_variant(args)}", f"sst2/{PLAIN}")
+    step = overhead(store, f"sst2/{top_variant(args)}", f"sst2/{PLAIN}")
     numbers = (
         "top-K − plain: " + ", ".join(f"{TASK_NAMES[t]} {delta(c)}" for t, c in table1)
         + "; top-K − in-batch/random (SST-2): " + ", ".join(delta(c) for _, c in ablation)
         + "; semi 1/5/10 %: " + ", ".join(delta(c) for _, c in semi)
-        + (f"; step time SST-2 {cost['mean']:+.0f} % (1,500-row bank)" if cost else "")
+        + (f"; step time SST-2 {step['mean']:+.0f} % (1,500-row bank)" if step else "")
         + _bench_numbers(bench_overhead())
     )
     return {
@@ -924,27 +909,17 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     store = harness.RecordStore(NAME, args.results)
     check_compatible(store, args)
+    reference = functools.partial(reference_seconds, args)
     if args.estimate:
         for setting in settings(args):
-            print(f"{setting:24s} {n_train(args, setting):6d} rows  {estimate_seconds(args, setting):6.0f} s per seed")
-        print(f"{len(plan(args))} runs, ≈ {estimate_plan(args) / 60:.1f} min on a quiet 2-core machine")
+            print(f"{setting:24s} {n_train(args, setting):6d} rows  {reference(setting):6.0f} s per seed")
+        minutes = cost.plan_minutes(reference_seconds, args, plan(args))
+        print(f"{len(plan(args))} runs, ≈ {minutes:.1f} min on a quiet 2-core machine")
         return 0
     left = 0
     if not args.report_only:
-        budget = harness.Budget(args.budget_minutes)
-        observed: list[float] = []  # wall / estimate of the runs of this sitting
-
-        def estimate(setting: str, seed: int) -> float:
-            factor = statistics.median(observed) if observed else 1.0
-            return factor * estimate_seconds(args, setting)
-
-        def run(setting: str, seed: int) -> tuple[dict, dict]:
-            start = budget.elapsed()
-            result = run_one(args, setting, seed)
-            observed.append((budget.elapsed() - start) / estimate_seconds(args, setting))
-            return result
-
-        left = harness.run_plan(store, plan(args), run, budget, estimate=estimate)
+        run = functools.partial(run_one, args)
+        left = harness.run_plan(store, plan(args), run, harness.Budget(args.budget_minutes), reference)
     harness.write_report(store, report(store, args))
     plot(store, args, Path(args.results) / f"{NAME}.png")
     print(f"[{NAME}] report: {Path(args.results) / (NAME + '.md')}; {left} run(s) left", flush=True)

@@ -54,6 +54,7 @@ from contrastext.runtime.provenance import provenance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cost  # noqa: E402
 import harness  # noqa: E402
 import retrieval_data  # noqa: E402
 import significance  # noqa: E402
@@ -109,9 +110,9 @@ def report(store: harness.RecordStore, args) -> str:
     for setting in ("before", *ARMS):
         values = {key: list(store.values(setting, key).values()) for key in (*METRICS, "s_per_step")}
         if values[HEADLINE]:
-            cost = f"{statistics.fmean(values['s_per_step']):.2f}" if values["s_per_step"] else "–"
+            step = f"{statistics.fmean(values['s_per_step']):.2f}" if values["s_per_step"] else "–"
             rows.append([setting + (" (post hoc)" if setting in POST_HOC else ""), len(values[HEADLINE])] + [harness.fmt_mean_std(values[k]) for k in METRICS]
-                        + [cost])
+                        + [step])
     headers = ["setting", "runs", *(k.replace("cosine_", "") for k in METRICS), "s / training step"]
     table = harness.markdown_table(headers, rows)
     lines = [
@@ -168,12 +169,12 @@ def training_cost(output: Path) -> dict:
     config = yaml.safe_load((output / "config.yaml").read_text(encoding="utf-8"))
     rates = sorted(record["samples_per_s"] for record in log if record.get("samples_per_s"))
     report = json.loads((output / "metrics.json").read_text(encoding="utf-8")).get("report", {})
-    cost = {"steps": max((record["step"] for record in log if "step" in record), default=0)}
+    measured = {"steps": max((record["step"] for record in log if "step" in record), default=0)}
     if rates:
-        cost["s_per_step"] = config["train"]["batch_size"] / rates[len(rates) // 2]
+        measured["s_per_step"] = config["train"]["batch_size"] / rates[len(rates) // 2]
     if "negatives" in report:
-        cost["negatives_report"] = report["negatives"]
-    return cost
+        measured["negatives_report"] = report["negatives"]
+    return measured
 
 
 def summary(store: harness.RecordStore, args=None) -> dict:
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = [("before", 0), ("mined-negatives", 0)] + [
             (setting, seed) for seed in args.seeds for setting in ARMS
         ]
-        harness.run_plan(store, plan, run_one, harness.Budget(args.budget_minutes, first_estimate_s=240))
+        harness.run_plan(store, plan, run_one, harness.Budget(args.budget_minutes), cost.RETRIEVAL_RUN_S)
     path = harness.write_report(store, report(store, args))
     print(f"wrote {path}")
     return 0

@@ -29,20 +29,17 @@ split, ``contrastext.runs.data.split_validation_test``) is the accuracy of alway
 a setting whose mean test accuracy is within 3 points of it (or below) is flagged "at chance", in the table
 and in every verdict that involves it.
 
-Defaults and the time they should take on 2 quiet cores (reference figures of issue 12: training ≈ 12 ms per
-22-token sequence, SST-2 train sentences average 13 tokens and the encoder runs unpadded → ≈ 0.15 s per
-step of 16; one validation pass over 436 dev sentences of ~25 tokens ≈ 1.8 s; per run ≈ 8 s more for loading
-the model and SST-2, scoring the test rows once and writing the best/final weights and the checkpoint):
+Defaults (their reference cost on 2 quiet cores: ``experiments/cost.py``, per run: the steps of a mean batch of
+SST-2 sentences, the validation passes, the test rows once, loading and saving; stated in the report):
 
-    N = 20:   200 steps (100 epochs; batches of 16 + 4), evaluated every 40 steps (5)  ≈ 38 s a run
-    N = 100:  150 steps (~21 epochs),                   evaluated every 30 steps (5)  ≈ 38 s a run
-    N = 1000: 125 steps (2 epochs of 63 batches),       evaluated every 25 steps (5)  ≈ 36 s a run
+    N = 20:   200 steps (100 epochs; batches of 16 + 4), evaluated every 40 steps (5)
+    N = 100:  150 steps (~21 epochs),                   evaluated every 30 steps (5)
+    N = 1000: 125 steps (2 epochs of 63 batches),       evaluated every 25 steps (5)
 
-120 runs (3 N × 4 settings (CE and CE+SCL at 3 λ) × 10 draws) ≈ 74 minutes by these figures (the one N = 20
-run of the first sitting took 52 s, not 38: on a loaded machine ``--budget-minutes`` stops the sitting and the
-next call goes on). N = 20 keeps the recipe's 200 steps: in a check run (CE, draw 1, 150 steps) validation
-accuracy was still rising at the end (57.6, 59.9, 65.1, 67.2, 70.4 at steps 30 … 150). The paper does not give
-its training length (early stopping "at various epochs", §4.1).
+120 runs (3 N × 4 settings (CE and CE+SCL at 3 λ) × 10 draws); on a loaded machine ``--budget-minutes`` stops
+the sitting and the next call goes on. N = 20 keeps the recipe's 200 steps: in a check run (CE, draw 1, 150
+steps) validation accuracy was still rising at the end (57.6, 59.9, 65.1, 67.2, 70.4 at steps 30 … 150). The
+paper does not give its training length (early stopping "at various epochs", §4.1).
 
 Example::
 
@@ -69,6 +66,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cost  # noqa: E402
 import harness  # noqa: E402
 
 NAME = "scl_few_shot"
@@ -78,6 +76,7 @@ DRAWS = 10
 STEPS = {20: 200, 100: 150, 1000: 125}
 EVAL_EVERY = {20: 40, 100: 30, 1000: 25}
 BATCH_SIZE = 16  # the recipe's (§4.1)
+SPLIT_ROWS = 436  # SST-2 dev rows of the validation split (and of the disjoint test split)
 LAMS = (0.1, 0.5, 0.9)  # the paper's λ grid (tuned per task, not reported) reduced to three points
 TEMPERATURE = 0.3  # the recipe's τ (tuned in the paper, not reported)
 LEGACY_LAM = 0.9  # the one λ of the first version, whose settings were "<prefix>/ce+scl"
@@ -102,12 +101,6 @@ CLAIM = (
     "examples, performance improvement over the baseline decreases, leading to 1.9% improvement on MNLI for "
     "100 examples and 0.6% improvement on QNLI for 1000 examples."
 )
-
-# Reference figures (issue 12, quiet 2 cores) behind the estimate of a run's seconds.
-SECONDS_PER_SEQUENCE = 0.0075  # 12 ms per 22-token sequence × 13.3 / 22 (unpadded)
-SECONDS_PER_STEP = 0.03  # optimiser step and bookkeeping
-SECONDS_PER_EVAL = 1.8  # 436 validation rows of ~25 tokens at ~4 ms
-SECONDS_PER_RUN = 8.0  # model + SST-2 loading, test scoring once, writing best/, final/, the checkpoint
 
 
 # ------------------------------------------------------------------------------------------- losses / λ
@@ -282,20 +275,18 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> list[str]:
     return sets
 
 
-def estimate_seconds(n: int, steps: int, eval_every: int) -> float:
-    """Seconds of one run on 2 quiet cores from the reference figures (see the module docstring)."""
-    per_epoch = math.ceil(n / BATCH_SIZE)
-    mean_batch = n / per_epoch
-    evals = steps // eval_every + (1 if steps % eval_every else 0)
-    return SECONDS_PER_RUN + steps * (mean_batch * SECONDS_PER_SEQUENCE + SECONDS_PER_STEP) + evals * SECONDS_PER_EVAL
+def run_seconds(n: int, steps: int, eval_every: int) -> float:
+    """Seconds of one SST-2 run of ``n`` examples on 2 quiet cores by the cost model (``experiments/cost.py``)."""
+    mean_batch = n / math.ceil(n / BATCH_SIZE)
+    evals = math.ceil(steps / eval_every) + 1  # the validation passes, then the test rows once
+    step = cost.STEP_S + cost.train_seconds(mean_batch, cost.tokens("sst2"))
+    return cost.LOAD_S + cost.SAVE_S + steps * step + evals * cost.dev_seconds("sst2", SPLIT_ROWS)
 
 
-def estimate_minutes(args: argparse.Namespace) -> float:
-    total = 0.0
-    for setting, _ in plan(args):
-        n, _ = parse_setting(setting)
-        total += estimate_seconds(n, args.steps_per_size[n], args.eval_every_per_size[n])
-    return total / 60
+def reference_seconds(args: argparse.Namespace, setting: str) -> float:
+    """Seconds of one run of ``setting`` at its N's steps and evaluations (:func:`run_seconds`)."""
+    n, _ = parse_setting(setting)
+    return run_seconds(n, args.steps_per_size[n], args.eval_every_per_size[n])
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -386,25 +377,6 @@ def run_one(args: argparse.Namespace) -> Callable[[str, int], tuple[dict, dict]]
         return record, metrics
 
     return one
-
-
-class CalibratedEstimate:
-    """Run-time estimates from the reference model, scaled by what this sitting's finished runs took."""
-
-    def __init__(self, budget: harness.Budget, model: Callable[[str], float]):
-        self.budget, self.model, self.started = budget, model, []
-
-    def wrap(self, run: Callable[[str, int], tuple[dict, dict]]) -> Callable[[str, int], tuple[dict, dict]]:
-        def wrapped(setting: str, seed: int) -> tuple[dict, dict]:
-            self.started.append(self.model(setting))
-            return run(setting, seed)
-
-        return wrapped
-
-    def __call__(self, setting: str, seed: int) -> float:
-        done = self.budget.durations
-        factor = sum(done) / sum(self.started[: len(done)]) if done else 1.0
-        return self.model(setting) * factor
 
 
 # --------------------------------------------------------------------------------------------- statistics
@@ -747,7 +719,8 @@ def report(store: harness.RecordStore, args: argparse.Namespace) -> str:
         "",
         f"Command: `{harness.command(NAME, args, _extra(args))}` (resumable: finished draws are read back from "
         f"`docs/results/{NAME}.json` and skipped). Planned: {len(plan(args))} runs ({len(sizes)} N × (CE + {len(lams)} λ) × "
-        f"{args.draws} draws), ≈ {estimate_minutes(args):.0f} min on 2 quiet cores; recorded: "
+        f"{args.draws} draws), ≈ {cost.plan_minutes(reference_seconds, args, plan(args)):.0f} min on 2 quiet "
+        "cores; recorded: "
         f"{_recorded(store, args)}.",
         "",
     ]
@@ -997,17 +970,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         print(
             f"[{NAME}] plan: {len(plan(args))} runs ({len(args.sizes)} N × (CE + CE+SCL at λ "
-            f"{lam_grid(args.lams)}) × {args.draws} draws), ≈ {estimate_minutes(args):.0f} min on 2 quiet cores",
+            f"{lam_grid(args.lams)}) × {args.draws} draws), "
+            f"≈ {cost.plan_minutes(reference_seconds, args, plan(args)):.0f} min on 2 quiet cores",
             flush=True,
         )
-        budget = harness.Budget(args.budget_minutes)
-
-        def model(setting: str) -> float:
-            n, _ = parse_setting(setting)
-            return estimate_seconds(n, args.steps_per_size[n], args.eval_every_per_size[n])
-
-        estimate = CalibratedEstimate(budget, model)
-        left = harness.run_plan(store, plan(args), estimate.wrap(run_one(args)), budget, estimate)
+        reference = functools.partial(reference_seconds, args)
+        left = harness.run_plan(store, plan(args), run_one(args), harness.Budget(args.budget_minutes), reference)
     path = harness.write_report(store, report(store, args))
     png = plot(store, args, Path(args.results) / f"{NAME}.png")
     print(f"[{NAME}] wrote {path} and {png}; {left} run(s) left", flush=True)

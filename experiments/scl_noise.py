@@ -29,12 +29,9 @@ This is NOT the paper's experiment: the paper augments N = 100 examples 1:3 with
 kept; flipped labels are label noise on the inputs as they are. Both ask whether SCL makes fine-tuning more
 robust to noisy training data.
 
-Defaults and the time they should take on 2 quiet cores (reference figures of issue 12: ≈ 0.15 s per training
-step of 16 SST-2 sentences, unpadded; ≈ 1.8 s per validation pass over 436 dev rows; ≈ 8 s per run for
-loading, scoring the test rows once and writing weights): 125 steps = 1 epoch of the 2,000 examples at batch
-16, validation every 25 steps (5 evaluations) ≈ 36 s a run; 60 runs (3 flip rates × 4 settings (CE and CE+SCL
-at 3 λ) × 5 seeds) ≈ 36 minutes by these figures, ≈ 41 minutes at the 41 s a run the first sitting took (its
-30 runs are reused, so ≈ 20 minutes are left).
+Defaults (their reference cost on 2 quiet cores, ``experiments/cost.py`` by ``scl_few_shot.run_seconds``, is
+stated in the report): 125 steps = 1 epoch of the 2,000 examples at batch 16, validation every 25 steps (5
+evaluations); 60 runs (3 flip rates × 4 settings (CE and CE+SCL at 3 λ) × 5 seeds).
 
 Example::
 
@@ -47,6 +44,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import statistics
 import sys
@@ -55,6 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cost  # noqa: E402
 import harness  # noqa: E402
 import scl_few_shot as fs  # noqa: E402  (the shared recipe runner, λ grid, tuning, chance level, top-3 figure)
 
@@ -141,12 +140,9 @@ def overrides(args: argparse.Namespace, setting: str, seed: int) -> list[str]:
     return sets
 
 
-def estimate_seconds(args: argparse.Namespace) -> float:
-    return fs.estimate_seconds(args.subset, args.steps, args.eval_every)
-
-
-def estimate_minutes(args: argparse.Namespace) -> float:
-    return len(plan(args)) * estimate_seconds(args) / 60
+def reference_seconds(args: argparse.Namespace, setting: str) -> float:
+    """Seconds of one run on 2 quiet cores by the cost model (every setting trains the same steps)."""
+    return fs.run_seconds(args.subset, args.steps, args.eval_every)
 
 
 def run_one(args: argparse.Namespace) -> Callable[[str, int], tuple[dict, dict]]:
@@ -356,7 +352,8 @@ def report(store: harness.RecordStore, args: argparse.Namespace) -> str:
         f"![SST-2 test accuracy vs flip rate, CE and CE + SCL]({NAME}.png)",
         "",
         f"Command: `{harness.command(NAME, args, _extra(args))}` (resumable). Planned: {len(plan(args))} runs "
-        f"({len(noise)} flip rates × (CE + {len(lams)} λ) × {args.seeds} seeds), ≈ {estimate_minutes(args):.0f} min "
+        f"({len(noise)} flip rates × (CE + {len(lams)} λ) × {args.seeds} seeds), "
+        f"≈ {cost.plan_minutes(reference_seconds, args, plan(args)):.0f} min "
         f"on 2 quiet cores; recorded: {_recorded(store, args)}.",
         "",
     ]
@@ -540,11 +537,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         print(
             f"[{NAME}] plan: {len(plan(args))} runs ({len(args.noise)} flip rates × (CE + CE+SCL at λ "
-            f"{fs.lam_grid(args.lams)}) × {args.seeds} seeds), ≈ {estimate_minutes(args):.0f} min on 2 quiet cores",
+            f"{fs.lam_grid(args.lams)}) × {args.seeds} seeds), "
+            f"≈ {cost.plan_minutes(reference_seconds, args, plan(args)):.0f} min on 2 quiet cores",
             flush=True,
         )
-        budget = harness.Budget(args.budget_minutes, first_estimate_s=estimate_seconds(args))
-        left = harness.run_plan(store, plan(args), run_one(args), budget)
+        reference = functools.partial(reference_seconds, args)
+        left = harness.run_plan(store, plan(args), run_one(args), harness.Budget(args.budget_minutes), reference)
     path = harness.write_report(store, report(store, args))
     png = plot(store, args, Path(args.results) / f"{NAME}.png")
     print(f"[{NAME}] wrote {path} and {png}; {left} run(s) left", flush=True)

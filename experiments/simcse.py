@@ -22,14 +22,12 @@ the reported weights are the final-step weights (checked: ``selected_step == las
 on STS-B dev, the set that is also reported. (``metric_for_best: null`` would give the same weights but the
 library then evaluates the final weights a second time: +22 s a run.)
 
-Defaults and their estimated cost on 2 quiet cores (the reference figures of issue 12: a SimCSE step of 64
-sentences at length 32 ~ 1.5 s; supervised triplets cost 1.5x an unsupervised sentence, so a step of 128
-triplets ~ 4.5 s; encoding ~ 2.2 ms a sentence; loading the model ~ 2 s):
+Defaults (their cost on 2 quiet cores: the reference estimate of ``experiments/cost.py``, stated in the report):
 
-- unsupervised: 100 steps x 64 sentences (6,400 of the 11,914-sentence wiki1m head) ~ 150 s;
-- supervised: 40 steps x 128 triplets (5,120 of the 5,883 SNLI dev+test triplets) ~ 180 s;
-- one evaluation: STS-B dev 3,000 + SICK-R dev 1,000 + STS12 6,216 sentences ~ 22.5 s;
-- 2 evaluations + 6 x (2 + 150 + 22.5 + 5 s saving) + 6 x (2 + 180 + 22.5 + 5) ~ 2,380 s ~ 40 min.
+- unsupervised: 100 steps x 64 sentences (6,400 of the 11,914-sentence wiki1m head), each encoded twice;
+- supervised: 40 steps x 128 triplets (5,120 of the 5,883 SNLI dev+test triplets);
+- one evaluation: STS-B dev 3,000 + SICK-R dev 1,000 + STS12 6,216 sentences;
+- 2 evaluations + 6 unsupervised and 6 supervised trainings, each with one evaluation, a model load and a save.
 
 The paper: 10^6 wiki1m sentences for one epoch at batch 64 (unsupervised) and 275k SNLI+MNLI triplets for 3
 epochs at batch 512 (supervised), evaluated every 125 steps with selection on STS-B dev.
@@ -48,16 +46,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cost  # noqa: E402
 import harness  # noqa: E402
 
 NAME = "simcse"
@@ -75,14 +74,6 @@ BENCHMARKS = (
 )
 EVAL_SENTENCES = {"stsb:dev": (1500, 2), "sickr:dev": (500, 2), "sts12": (3108, 2)}  # pairs, sentences a pair
 PAPER = {"unsup": 76.25, "sup": 81.57}  # STS avg., BERT-base (docs/methods/simcse-unsup.md, simcse-sup.md)
-
-# Reference costs (issue 12, 2 quiet cores): seconds per step of 64 sentences at length 32, the supervised
-# triplet's cost relative to an unsupervised sentence, encoding one sentence, loading the model, saving.
-UNSUP_STEP_S = 1.5
-SUP_FACTOR = 1.5
-ENCODE_S = 0.0022
-LOAD_S = 2.0
-SAVE_S = 5.0
 
 DEFAULTS = {
     "seeds": [1, 2, 3],
@@ -211,30 +202,21 @@ def check_records(store: harness.RecordStore, args: argparse.Namespace) -> list[
 
 
 def eval_seconds(args: argparse.Namespace) -> float:
-    sentences = 0
-    for spec in EVAL_TASKS:
-        pairs, per_pair = EVAL_SENTENCES[spec]
-        if args.eval_limit is not None:
-            pairs = min(pairs, args.eval_limit)
-        sentences += pairs * per_pair
-    return sentences * ENCODE_S
+    limit = args.eval_limit
+    return cost.encode_seconds(sum(
+        (pairs if limit is None else min(pairs, limit)) * per_pair for pairs, per_pair in EVAL_SENTENCES.values()))
 
 
-def estimate_seconds(args: argparse.Namespace, setting: str) -> float:
-    """Seconds of one run on 2 quiet cores, from the reference figures (see the module docstring)."""
+def reference_seconds(args: argparse.Namespace, setting: str) -> float:
+    """Seconds of one run on 2 quiet cores by the cost model (``experiments/cost.py``)."""
     kind, _ = parse_setting(setting)
     if kind == "before":
-        return LOAD_S + eval_seconds(args)
-    length = args.max_length / 32
-    if kind == "unsup":
-        train = args.unsup_steps * UNSUP_STEP_S * args.unsup_batch_size / 64 * length
-    else:
-        train = args.sup_steps * UNSUP_STEP_S * SUP_FACTOR * args.sup_batch_size / 64 * length
-    return LOAD_S + train + eval_seconds(args) + SAVE_S
-
-
-def plan_seconds(args: argparse.Namespace) -> float:
-    return sum(estimate_seconds(args, setting) for setting, _ in plan(args))
+        return cost.LOAD_S + eval_seconds(args)
+    if kind == "unsup":  # dropout twins: every sentence encoded twice
+        train = cost.train_seconds(2 * args.unsup_steps * args.unsup_batch_size, cost.tokens("wiki1m", args.max_length))
+    else:  # sentence, entailment, contradiction
+        train = cost.train_seconds(3 * args.sup_steps * args.sup_batch_size, cost.tokens("nli", args.max_length))
+    return cost.LOAD_S + train + eval_seconds(args) + cost.SAVE_S
 
 
 # ------------------------------------------------------------------------------------------------- the runs
@@ -293,14 +275,12 @@ def train(args: argparse.Namespace, setting: str, seed: int) -> dict:
     return metrics
 
 
-def run_one_factory(args: argparse.Namespace, ratios: list[float]):
-    """``run_one(setting, seed) -> (config, metrics)`` for harness.run_plan; it records actual/estimated time."""
+def run_one_factory(args: argparse.Namespace):
+    """``run_one(setting, seed) -> (config, metrics)`` for harness.run_plan."""
 
     def run_one(setting: str, seed: int) -> tuple[dict, dict]:
         kind, _ = parse_setting(setting)
-        start = time.perf_counter()
         metrics = evaluate_before(args, setting) if kind == "before" else train(args, setting, seed)
-        ratios.append((time.perf_counter() - start) / estimate_seconds(args, setting))
         config = {
             "recipe": recipe_of(setting),
             "overrides": overrides(args, setting, seed),
@@ -514,9 +494,9 @@ def report(store: harness.RecordStore, args: argparse.Namespace) -> str:
             ],
         ),
         f"Why the sizes: the plan ({len(plan(args)) - len(BEFORE)} trainings and {len(BEFORE)} evaluations) is "
-        f"estimated at {plan_seconds(args) / 60:.0f} minutes on 2 quiet CPU cores from the reference costs (a step "
-        "of 64 sentences ≈ 1.5 s, a supervised triplet 1.5× an unsupervised sentence, ≈ 2.2 ms to encode a "
-        "sentence); the experiments' limit is 90 minutes, and the paper trains for thousands of GPU steps. What starting from all-MiniLM-L6-v2 implies: the model was already trained as a sentence "
+        f"estimated at {cost.plan_minutes(reference_seconds, args, plan(args)):.0f} minutes on 2 quiet CPU cores "
+        "by the cost model of `experiments/cost.py`; the experiments' limit is 90 minutes, and the paper trains for "
+        "thousands of GPU steps. What starting from all-MiniLM-L6-v2 implies: the model was already trained as a sentence "
         "encoder (mean pooling, 1B pairs, NLI-style data among them), so its mean-pooled embedding is already "
         "strong and a short SimCSE run from it tests whether the objective keeps or erodes that, not whether it "
         "turns a raw language model into a sentence encoder as in the paper; its [CLS] embedding was never "
@@ -675,16 +655,11 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: " + message, flush=True)
     left = 0
     if not args.report_only:
-        print(f"[{NAME}] plan: {len(plan(args))} runs, estimated {plan_seconds(args) / 60:.1f} min on 2 quiet cores",
-              flush=True)
-        ratios: list[float] = []
-
-        def estimate(setting: str, seed: int) -> float:
-            # the reference estimate, scaled by how much slower than it this sitting's runs were
-            return estimate_seconds(args, setting) * (statistics.fmean(ratios) if ratios else 1.0)
-
+        minutes = cost.plan_minutes(reference_seconds, args, plan(args))
+        print(f"[{NAME}] plan: {len(plan(args))} runs, estimated {minutes:.1f} min on 2 quiet cores", flush=True)
+        reference = functools.partial(reference_seconds, args)
         budget = harness.Budget(args.budget_minutes)
-        left = harness.run_plan(store, plan(args), run_one_factory(args, ratios), budget, estimate=estimate)
+        left = harness.run_plan(store, plan(args), run_one_factory(args), budget, reference)
     path = harness.write_report(store, report(store, args))
     plot(store, Path(args.results) / f"{NAME}.png")
     print(f"[{NAME}] wrote {path} and {Path(args.results) / f'{NAME}.png'}" + (f"; {left} run(s) left" if left else ""))

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.experiments._scripts import load_experiment
-
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "experiments" / "capt.py"
-
 
 capt = load_experiment("capt")
 harness = sys.modules["harness"]
@@ -53,7 +48,6 @@ def test_plan_at_defaults():
     assert {seed for _, seed in tuned} == {1, 2, 3, 4, 5}
     assert plan[:4] == pretrain  # pre-trainings first
     assert len(set(plan)) == len(plan)
-    assert capt.estimate_total_minutes(args) <= 90
 
 
 def test_every_override_list_loads():

@@ -10,10 +10,6 @@ import pytest
 
 from tests.experiments._scripts import load_experiment
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "experiments" / "gd_losses.py"
-
-
 gd = load_experiment("gd_losses")
 harness = gd.harness
 
@@ -80,7 +76,6 @@ def test_plan_at_defaults_is_start_then_seven_losses_by_three_seeds_seed_major()
     assert (args.steps, args.batch_size, args.max_length, args.lr) == (500, 16, 32, 1e-5)
     assert args.budget_minutes == 90
     assert args.final_limit is None  # the final evaluation is on the full dev sets
-    assert 21 * gd.estimate_seconds(args) / 60 < 90
 
 
 def test_every_run_override_list_loads_with_the_recipe():

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.experiments._scripts import load_experiment
-
-REPO = Path(__file__).resolve().parents[2]
-
 
 h = load_experiment("harness")
 
@@ -30,7 +26,7 @@ def test_records_are_written_after_every_run_and_skipped_when_read_back(tmp_path
         return _metrics(setting, seed)
 
     plan = [(s, seed) for seed in (1, 2, 3) for s in ("t", "b")]
-    assert h.run_plan(store, plan, run_one, h.Budget(10, first_estimate_s=0)) == 0
+    assert h.run_plan(store, plan, run_one, h.Budget(10), 0.0) == 0
     records = json.loads((tmp_path / "demo.json").read_text())
     assert [(r["setting"], r["seed"]) for r in records] == plan
     for record in records:
@@ -39,15 +35,15 @@ def test_records_are_written_after_every_run_and_skipped_when_read_back(tmp_path
 
     calls.clear()
     again = h.RecordStore("demo", tmp_path)
-    assert h.run_plan(again, plan + [("t", 4)], run_one, h.Budget(10, first_estimate_s=0)) == 0
+    assert h.run_plan(again, plan + [("t", 4)], run_one, h.Budget(10), 0.0) == 0
     assert calls == [("t", 4)]  # only the new run
 
 
 def test_the_budget_stops_before_a_run_that_would_not_fit(tmp_path):
     store = h.RecordStore("demo", tmp_path)
-    left = h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1, first_estimate_s=120))
+    left = h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1), 120.0)
     assert left == 2 and store.records == []
-    left = h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1), estimate=lambda s, seed: 1.0)
+    left = h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1), lambda setting: 1.0)
     assert left == 0 and len(store.records) == 2
 
 
@@ -60,7 +56,7 @@ def test_a_failed_run_raises_and_keeps_the_runs_before_it(tmp_path):
         return _metrics(setting, seed)
 
     with pytest.raises(RuntimeError, match="diverged"):
-        h.run_plan(store, [("t", 1), ("t", 2)], run_one, h.Budget(10, first_estimate_s=0))
+        h.run_plan(store, [("t", 1), ("t", 2)], run_one, h.Budget(10), 0.0)
     assert [r["seed"] for r in h.RecordStore("demo", tmp_path).records] == [1]
 
 
@@ -85,7 +81,7 @@ def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_seeds():
 
 def test_verdict_needs_the_interval_to_exclude_zero_in_the_papers_direction(tmp_path):
     store = h.RecordStore("demo", tmp_path)
-    h.run_plan(store, [(s, seed) for seed in range(1, 6) for s in ("t", "b")], _metrics, h.Budget(10, 0))
+    h.run_plan(store, [(s, seed) for seed in range(1, 6) for s in ("t", "b")], _metrics, h.Budget(10), 0.0)
     better = h.compare(store, "t", "b", "acc", direction=+1)
     assert better.reproduced and better.verdict == "reproduced"
     assert better.mean_difference == pytest.approx(0.10)

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.experiments._scripts import load_experiment
-
-REPO = Path(__file__).resolve().parents[2]
-EXPERIMENTS = REPO / "experiments"
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +69,6 @@ def test_plan_at_defaults(script, args):
     runs = script.plan(args)
     assert len(runs) == 25 and len(set(runs)) == 25
     assert {s for s, _ in runs} == set(script.SETTINGS) and {seed for _, seed in runs} == {1, 2, 3, 4, 5}
-    assert script.estimate_minutes(args) <= script.TARGET_MINUTES
     assert [script.steps_of(s, args) for s in script.SETTINGS] == [96, 72, 120, 100, 96]
     assert args.budget_minutes == script.TARGET_MINUTES
 

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.experiments._scripts import load_experiment
-
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "experiments" / "reclaim.py"
-
 
 rc = load_experiment("reclaim")
 harness = rc.harness
@@ -37,7 +32,6 @@ def test_default_plan_settings_and_seeds():
     assert rc.n_train(args, "sst2/top100") == 1500
     assert rc.n_train(args, "mrpc/plain") == 600
     assert [rc.n_train(args, f"sst2/semi{p}/k10") for p in ("1", "5", "10")] == [200, 1000, 2000]
-    assert rc.estimate_plan(args) / 60 <= 90
 
 
 def test_every_run_loads_with_valid_keys():
