@@ -55,7 +55,7 @@ def test_scl_on_a_user_file_prints_the_paper_settings_in_force_before_the_model_
     assert "Gunel et al., ICLR 2021" in lines[start] and "method_args.preset=paper" in lines[start]
     body = "\n".join(lines[start:])
     for setting in ("data.few_shot=20  ", "method_args.seeds=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]", "train.lr=1.0e-05",
-                    "train.schedule=constant", "method_args.lam=0.9", "method_args.supcon_reduction=sum",
+                    "train.schedule=constant", "method_args.lam=0.1", "method_args.supcon_reduction=sum",
                     "method_args.protocol=validation_test"):
         assert setting in body, setting
     assert "(paper §4.1)" in body and "(paper §2: tuned per task, value not given)" in body
@@ -157,7 +157,7 @@ def test_the_practical_preset_sets_its_keys_and_set_wins(tmp_path):
     practical = spec.protocol.presets["practical"]
     assert {key: value for key, (_, value) in applied.items()} == {k: v for k, v in practical.items() if k != "train.lr"}
     assert practical["train.lr"] == 3e-5 and practical["data.few_shot"] is None and practical["method_args.seeds"] is None
-    assert applied["train.schedule"] == ("constant", "linear") and applied["method_args.lam"] == (0.9, 0.3)
+    assert applied["train.schedule"] == ("constant", "linear") and applied["method_args.lam"] == (0.1, 0.3)
     assert resolved.train.lr == 4e-5 and resolved.train.schedule == "linear" and resolved.train.head_lr == 1e-3
     assert resolved.data.few_shot is None and config.data.few_shot == 20  # a copy: the given config is unchanged
     args = parse_method_args(spec, resolved)

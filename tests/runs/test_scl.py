@@ -125,6 +125,8 @@ def test_draws_summary_reports_the_papers_figure_and_all_draws(tmp_path, tiny_be
         "method_args.seeds=[1, 2, 3, 4]",
         "train.lr=5e-3",
     )
+    lam = config.method_args["lam"]
+    assert 0 < lam < 1  # both parts weigh in the total checked below
     result = run_recipe(config, data_root=data_root)
 
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -149,8 +151,9 @@ def test_draws_summary_reports_the_papers_figure_and_all_draws(tmp_path, tiny_be
         assert sum(report["train_label_counts"].values()) == 8
         log = read_log(tmp_path / f"seed-{seed}")
         assert [record["step"] for record in log] == [1, 2, 3]
-        for record in log:  # the logged total is Eq. 1 of the logged parts
-            assert record["loss"] == pytest.approx(0.1 * record["loss/ce"] + 0.9 * record["loss/supcon"], rel=1e-5)
+        for record in log:  # the logged total is Eq. 1 of the logged parts, at the recipe's λ
+            expected = (1 - lam) * record["loss/ce"] + lam * record["loss/supcon"]
+            assert record["loss"] == pytest.approx(expected, rel=1e-5)
 
 
 def test_pair_task_trains_and_changes_parameters(tmp_path, tiny_bert_path, data_root):
