@@ -12,7 +12,7 @@ Eq. 3 sums over the batch (``supcon_reduction: sum``, the default); ``supcon_red
 the anchors that have a positive (Khosla et al.'s released code, pytorch-metric-learning), which is the
 sum / N when every anchor has one. The method returns the UNWEIGHTED parts ``ce`` and ``supcon``;
 ``loss_weights = {"ce": 1 − λ, "supcon": λ}``. The paper tunes λ and τ per task (§2, §4.1) and the supplied
-text reports neither a grid nor the chosen values: λ = 0.9, τ = 0.3 are our defaults (docs/methods/scl.md).
+text reports neither a grid nor the chosen values: λ = 0.1, τ = 0.3 are our defaults (docs/methods/scl.md).
 
 The paper's protocol (validation / test split of the GLUE dev set, 10 few-shot draws, the top 3 draws by
 validation accuracy) is :mod:`contrastext.runs.scl`; the keys that set it are its ``SCLArgs`` (``method_args``)
@@ -30,7 +30,7 @@ is the documented fallback, plain MSE fine-tuning (the part is then called ``mse
 
 Example::
 
-    >>> method = SCLMethod(encoder, get_task("sst2"), lam=0.9, temperature=0.3)
+    >>> method = SCLMethod(encoder, get_task("sst2"), lam=0.1, temperature=0.3)
     >>> method(method.collate(examples[:16]))
     {'ce': tensor(0.69, grad_fn=...), 'supcon': tensor(43.1, grad_fn=...)}
 """
@@ -52,7 +52,7 @@ class SCLMethod(ClassificationMethod):
         self,
         encoder,
         task,
-        lam: float = 0.9,
+        lam: float = 0.1,
         temperature: float = 0.3,
         head_dropout: float = 0.1,
         supcon_reduction: str = "sum",

@@ -25,7 +25,7 @@ Choices (documented because the papers differ):
 
 CE + SupCon (Gunel et al., ICLR 2021, Eq. 1): ``L = (1 − λ)·CE(logits, y) + λ·SupCon(z, y)``. The paper
 tunes λ (and τ) per task (§2) and the supplied text gives neither a grid nor the chosen values; the defaults
-λ = 0.9, τ = 0.3 are ours (docs/methods/scl.md says why). Its SupCon part is ``self.supcon``, a
+λ = 0.1, τ = 0.3 are ours (docs/methods/scl.md says why). Its SupCon part is ``self.supcon``, a
 :class:`SupCon` with the mean reduction; the ``scl`` method swaps in ``SupCon(τ, reduction="sum")``
 (Eq. 3). ``parts(...)`` returns the unweighted
 ``{"ce": …, "supcon": …}``; ``weights`` gives ``{"ce": 1 − λ, "supcon": λ}`` (a method can hand both to the
@@ -35,7 +35,7 @@ Example::
 
     >>> z, y = torch.randn(16, 64), torch.randint(0, 3, (16,))
     >>> SupCon(temperature=0.1)(z, y), SupCon(temperature=0.1, reduction="sum")(z, y)
-    >>> scl = CEPlusSupCon(lam=0.9, temperature=0.3)
+    >>> scl = CEPlusSupCon(lam=0.1, temperature=0.3)
     >>> scl(torch.randn(16, 3), z, y), scl.parts(torch.randn(16, 3), z, y)
 """
 
@@ -95,7 +95,7 @@ class SupCon(Objective):
 class CEPlusSupCon(Objective):
     """Gunel et al.'s SCL objective: (1 − λ)·cross-entropy + λ·SupCon."""
 
-    def __init__(self, lam: float = 0.9, temperature: TemperatureLike = 0.3):
+    def __init__(self, lam: float = 0.1, temperature: TemperatureLike = 0.3):
         super().__init__()
         if isinstance(lam, bool) or not isinstance(lam, int | float) or not 0.0 <= lam <= 1.0:
             raise ValueError(f"CEPlusSupCon: `lam` must be a number in [0, 1]; got {lam!r}")

@@ -1,7 +1,7 @@
 """The paper's protocol on a user's data: which of a recipe's paper settings are in force, and presets.
 
 A recipe such as ``scl`` carries its paper's protocol (Gunel et al.'s few-shot settings: 20 examples, 10 draws,
-lr 1e-5 constant, λ 0.9). Run on a user's file or dataset (``data.path`` / ``data.dataset`` instead of the
+lr 1e-5 constant, λ 0.1). Run on a user's file or dataset (``data.path`` / ``data.dataset`` instead of the
 recipe's benchmark ``data.task``) those settings still apply, and nothing would say so. So:
 
 - :func:`protocol_lines`: one short block, printed by :func:`~contrastext.runs.registry.run_recipe` (main

@@ -92,7 +92,7 @@ class SCLArgs(ClassificationArgs):
         "hundred steps (all rows, one training, lr 3e-5 linear with 10 % warmup, head_lr 1e-3, λ 0.3, SupCon "
         "mean); a key given with --set wins (docs/methods/scl.md)",
     )
-    lam: float = Field(default=0.9, ge=0, le=1, description="λ: weight of SupCon; CE weighs 1 − λ (paper: tuned)")
+    lam: float = Field(default=0.1, ge=0, le=1, description="λ: weight of SupCon; CE weighs 1 − λ (paper: tuned)")
     temperature: float = Field(default=0.3, gt=0, description="τ of SupCon (paper: tuned)")
     supcon_reduction: Literal["sum", "mean"] = Field(
         default="sum", description="sum over the batch (Eq. 3) or mean over the anchors with a positive"
