@@ -485,9 +485,13 @@ def _markdown_block_module():
     return module
 
 
-def bench_block(path: Path = BENCHMARKS) -> str | None:
-    """The text between ``bench/reclaim_overhead.py``'s markers in ``path`` (None: no file or no block)."""
-    begin, end = _markdown_block_module().markers(BENCH_SCRIPT)
+INTERLEAVED_SUFFIX = "(67k rows, interleaved)"  # the block of `--interleave`: time paired within each process
+
+
+def bench_block(path: Path = BENCHMARKS, suffix: str = "") -> str | None:
+    """The text between ``bench/reclaim_overhead.py``'s markers (``suffix`` appended) in ``path`` (None: no file
+    or no block)."""
+    begin, end = _markdown_block_module().markers(BENCH_SCRIPT, suffix)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     if begin not in text or end not in text.split(begin, 1)[1]:
         return None
@@ -510,10 +514,10 @@ def _block_date(block: str) -> str:
     return "undated"
 
 
-def bench_overhead(path: Path = BENCHMARKS) -> dict:
+def bench_overhead(path: Path = BENCHMARKS, suffix: str = "") -> dict:
     """What the block says about top-K with the kept IVF index: per bank size, the time ratio over the baseline
     and the extra peak MiB; ``status`` is ``ok``, ``missing`` (no block) or ``no top-K rows``."""
-    block = bench_block(path)
+    block = bench_block(path, suffix)
     if block is None:
         return {"status": "missing", "path": str(path)}
     rows = []
@@ -542,8 +546,14 @@ def bench_overhead_text(result: dict) -> str:
     parts = "; ".join(f"{r['bank_rows']} bank rows: {r['time_pct']:+.1f} % time per step, {r['extra_mib']} MiB peak"
                       for r in result["rows"])
     memory = f" (in-batch negatives row: {' / '.join(result['in_batch_mib'])} MiB)" if result["in_batch_mib"] else ""
+    paired = bench_overhead(Path(result["path"]), INTERLEAVED_SUFFIX)
+    paired_text = ""
+    if paired["status"] == "ok":
+        paired_parts = "; ".join(f"{r['bank_rows']} bank rows: {r['time_pct']:+.1f} %" for r in paired["rows"])
+        paired_text = (f"; paired in time within each process (`--interleave`, its block `{INTERLEAVED_SUFFIX}`, "
+                       f"{paired['date']}), the figure to read for time: {paired_parts}")
     return (f"{where} ({result['date']}; one process per variant) measures top-K = {result['k']} with the kept IVF "
-            f"index over its baseline step (no RECLAIM) at full bank sizes: {parts}{memory}")
+            f"index over its baseline step (no RECLAIM) at full bank sizes: {parts}{memory}{paired_text}")
 
 
 # ---------------------------------------------------------------------------------------------- report
