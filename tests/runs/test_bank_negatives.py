@@ -103,6 +103,12 @@ def test_simcse_sup_takes_bank_negatives(tmp_path, make_st_model, data_root):
     assert not torch.equal(before, method.negatives.bank.bank) and int(method.negatives.steps) == 1
 
 
+@pytest.fixture
+def st_model(make_st_model) -> str:
+    """The model folder, built before ``no_model_loads`` patches the loaders (a test asks for it first)."""
+    return make_st_model()
+
+
 @pytest.mark.parametrize(
     ("recipe", "sets", "message"),
     [
@@ -116,10 +122,10 @@ def test_simcse_sup_takes_bank_negatives(tmp_path, make_st_model, data_root):
         ("gd", [], r"negatives\.source=bank: gd takes no bank negatives; the recipes that do: mnrl, simcse-sup"),
     ],
 )
-def test_bad_settings_are_one_error_line_naming_the_key(recipe, sets, message, tmp_path, make_st_model,
+def test_bad_settings_are_one_error_line_naming_the_key(recipe, sets, message, tmp_path, st_model,
                                                         no_model_loads):  # fmt: skip
     with pytest.raises(ConfigError, match=message) as error:
-        run_recipe(config(tmp_path, make_st_model(), "run", recipe, *sets))
+        run_recipe(config(tmp_path, st_model, "run", recipe, *sets))
     assert "\n" not in str(error.value)
 
 
