@@ -74,8 +74,29 @@ def summary_table(results_dir: Path) -> str:
     return harness.markdown_table(["experiment", "paper", "claim", "verdict", "our numbers"], summary_rows(results_dir))
 
 
+def provenance_section(results_dir: Path) -> str:
+    """Issue 25 item 9 in the page's header: per experiment, how many of its records carry a provenance
+    (:mod:`contrastext.runtime.provenance`: commit, dirty flag, versions, threads, CPU) and the distinct ones."""
+    rows = []
+    for name in EXPERIMENTS:
+        if not (results_dir / f"{name}.json").exists():
+            continue
+        records = harness.RecordStore(name, results_dir).records
+        found = [r["provenance"] for r in records if isinstance(r.get("provenance"), dict)]
+        lines = sorted({harness.provenance_line(record) if "git_commit" in record
+                        else f"git {str(record.get('commit'))[:12]} (an earlier, shorter format)" for record in found})
+        rows.append([name, str(len(records)), str(len(found)),
+                     "<br>".join(lines) if lines else "none: made before the records carried one"])
+    table = harness.markdown_table(["experiment", "runs", "with provenance", "code, versions, threads, CPU"], rows)
+    return ("## Provenance of the records\n\nWhat each run record says of the code and the machine that made it. "
+            "Records made before issue 25 carry none: their commit is only the git history of "
+            "`docs/results/<name>.json`. The records hold each run's overrides, not its resolved config or the data "
+            "files' sha256: those are in the `provenance.json` a training run writes into its output folder, which "
+            "is not committed (issue 25 item 9, still open).\n\n" + table)
+
+
 def results_page(results_dir: Path) -> str:
-    parts = [INTRODUCTION, rereport.section(results_dir), "## Summary\n",
+    parts = [INTRODUCTION, provenance_section(results_dir), rereport.section(results_dir), "## Summary\n",
              summary_table(results_dir).replace("docs/RESULTS.md#", "#")]
     for name in EXPERIMENTS:
         section = results_dir / f"{name}.md"
