@@ -60,6 +60,21 @@ MAX_RESAMPLE_PASSES = 2
 """Extra passes that may complete an epoch's ``n // batch_size`` batches (sentence-transformers' value)."""
 
 
+def warn_shortfall(sampler, epoch: int, got: int, expected: int) -> None:
+    """Say once per sampler (``sampler.shortfall_warned``) that an epoch drew rows again, or came out short."""
+    if sampler.shortfall_warned:
+        return
+    sampler.shortfall_warned = True
+    if got >= expected:
+        logger.warning("data.batch_sampler=no_duplicates: epoch %d: one pass over the rows gave fewer than %d "
+                       "batches without duplicates; the rest draw rows again (repeats within the epoch)",
+                       epoch, expected)
+    else:
+        logger.warning("data.batch_sampler=no_duplicates: epoch %d gives %d of %d batches: the data has too "
+                       "few distinct texts for batch_size %d; consider a smaller one",
+                       epoch, got, expected, sampler.batch_size)
+
+
 class NoDuplicatesBatchSampler:
     """Batches of row indices in which no text appears twice (see the module docstring).
 
@@ -104,25 +119,12 @@ class NoDuplicatesBatchSampler:
                 result.extend(self._one_pass(generator)[: expected - len(result)])
                 if len(result) >= expected:
                     break
-            self._warn(epoch, len(result), expected)
+            warn_shortfall(self, epoch, len(result), expected)
         self._cached = (epoch, result)
         return result
 
     def __len__(self) -> int:
         return len(self.batches(0))
-
-    def _warn(self, epoch: int, got: int, expected: int) -> None:
-        if self.shortfall_warned:
-            return
-        self.shortfall_warned = True
-        if got >= expected:
-            logger.warning("data.batch_sampler=no_duplicates: epoch %d: one pass over the rows gave fewer than %d "
-                           "batches without duplicates; the rest draw rows again (repeats within the epoch)",
-                           epoch, expected)
-        else:
-            logger.warning("data.batch_sampler=no_duplicates: epoch %d gives %d of %d batches: the data has too "
-                           "few distinct texts for batch_size %d; consider a smaller one",
-                           epoch, got, expected, self.batch_size)
 
     def _one_pass(self, generator: torch.Generator) -> list[list[int]]:
         """One permutation's batches: sentence-transformers' ``_iter_one_pass``, with the deferred rows grouped.

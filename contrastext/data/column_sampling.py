@@ -10,11 +10,11 @@ asks for it. The batches are those of the in-memory samplers, on the same rows a
   store's int32 lengths: a batch's mega-batch (``mega_batches × batch_size`` rows of the permutation) is sorted
   by length, stably, when one of its batches is asked for (the batch order is shuffled, so mega-batches are not
   kept);
-- ``no_duplicates``: :class:`~contrastext.data.batch_samplers.NoDuplicatesBatchSampler` over :class:`HashRows`,
-  each text's 64-bit hash in place of the string. Equal texts have equal hashes and the sampler only compares
-  texts, so the batches are the in-memory ones (two different texts sharing a hash would only be kept apart).
-  It still holds a small tuple per row (~100 bytes): at 100M rows that is ~10 GB, so ``no_duplicates`` is
-  bounded by the rows, not by a constant (docs/DATA.md, "Large files").
+- ``no_duplicates``: :class:`~contrastext.data.column_no_duplicates.ColumnNoDuplicatesBatchSampler`:
+  :class:`~contrastext.data.batch_samplers.NoDuplicatesBatchSampler`'s batches on the store's 64-bit text hashes
+  (equal texts, equal hashes), in the permutation's 4 bytes a row plus one bit a row and a few bytes per row that
+  shares a text with another; only those rows are walked one by one (its module docstring, docs/DATA.md "Large
+  files").
 
 :func:`column_batch_sampler` picks one as :func:`contrastext.training.batch_sampling.make_batch_sampler` does.
 
@@ -28,16 +28,14 @@ Example::
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-from contrastext.data.batch_samplers import NoDuplicatesBatchSampler
+from contrastext.data.column_no_duplicates import ColumnNoDuplicatesBatchSampler
 from contrastext.data.column_store import ColumnExamples
 from contrastext.runtime.seeding import make_generator
-
-HASH_CHUNK = 65_536
 
 
 def batch_count(rows: int, batch_size: int, drop_last: bool) -> int:
@@ -143,30 +141,12 @@ class ColumnLengthGroupedBatchSampler(ColumnRandomBatchSampler):
         return LengthGroupedBatches(order, shuffle, self.lengths, self.batch_size, self.mega_size, self.drop_last)
 
 
-class HashRows(Sequence[tuple[int, ...]]):
-    """A store's rows as tuples of their texts' hashes (what :class:`NoDuplicatesBatchSampler` compares), read
-    :data:`HASH_CHUNK` rows at a time from the memory-mapped hash array."""
-
-    def __init__(self, hashes: np.ndarray) -> None:
-        self.hashes = hashes
-
-    def __len__(self) -> int:
-        return len(self.hashes)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return tuple(self.hashes[index].tolist())
-
-    def __iter__(self) -> Iterator[tuple[int, ...]]:
-        for start in range(0, len(self.hashes), HASH_CHUNK):
-            yield from map(tuple, self.hashes[start : start + HASH_CHUNK].tolist())
-
-
 def column_batch_sampler(store: ColumnExamples, batch_sampler: str, group_by_length: bool, batch_size: int,
                          seed: int, drop_last: bool = True):  # fmt: skip
     """The sampler ``data.batch_sampler`` / ``train.group_by_length`` ask for, over ``store`` (the batches of
     :func:`contrastext.training.batch_sampling.make_batch_sampler` on the same rows, which checks the pair)."""
     if batch_sampler == "no_duplicates":
-        return NoDuplicatesBatchSampler(HashRows(store.hashes), batch_size, seed, drop_last)
+        return ColumnNoDuplicatesBatchSampler(store.hashes, batch_size, seed, drop_last)
     if group_by_length:
         return ColumnLengthGroupedBatchSampler(store.lengths, batch_size, seed, drop_last)
     return ColumnRandomBatchSampler(len(store), batch_size, seed, drop_last)
@@ -175,7 +155,6 @@ def column_batch_sampler(store: ColumnExamples, batch_sampler: str, group_by_len
 __all__ = [
     "ColumnLengthGroupedBatchSampler",
     "ColumnRandomBatchSampler",
-    "HashRows",
     "LengthGroupedBatches",
     "PermutationBatches",
     "batch_count",

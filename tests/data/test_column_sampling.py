@@ -66,7 +66,7 @@ def test_no_duplicates_batches_are_the_in_memory_ones(pairs, drop_last):
     ours = column_batch_sampler(store, "no_duplicates", False, 48, seed=1, drop_last=drop_last)
     theirs = NoDuplicatesBatchSampler([example.texts for example in examples], 48, seed=1, drop_last=drop_last)
     for epoch in (0, 1):
-        batches = ours.batches(epoch)
+        batches = list(ours.batches(epoch))
         assert batches == theirs.batches(epoch)
         for batch in batches:
             texts = [text for example in store.take(batch) for text in set(example.texts)]
