@@ -51,17 +51,33 @@ RUNS_DIR = REPO / "runs" / "experiments"
 DEFAULT_BUDGET_MINUTES = 90.0
 
 
-def load_experiment(name: str) -> ModuleType:
-    """A fresh module object for ``experiments/<name>.py`` (registered as ``<name>_experiment``), without
-    running its ``main``: what the results page and the tests use to reach a script's ``report``/``summary``."""
-    path = Path(__file__).resolve().parent / f"{name}.py"
+def load_module(path: Path, module_name: str) -> ModuleType:
+    """A fresh module object for the file ``path``, registered as ``module_name`` (its ``main`` is not run)."""
     if not path.exists():
-        raise FileNotFoundError(f"no experiment script {path}")
-    spec = importlib.util.spec_from_file_location(f"{name}_experiment", path)
+        raise FileNotFoundError(f"no experiment module {path}")
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_experiment(name: str) -> ModuleType:
+    """``experiments/<name>.py`` as ``<name>_experiment``: what the results page and the tests use to reach a
+    script's ``report``/``summary``."""
+    return load_module(Path(__file__).resolve().parent / f"{name}.py", f"{name}_experiment")
+
+
+def quiet_progress_bars() -> None:
+    """No tqdm bars from transformers / huggingface_hub while weights are loaded and saved (logs stay readable)."""
+    with contextlib.suppress(Exception):
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    with contextlib.suppress(Exception):
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
 
 
 RENAMED_KEYS = {
@@ -119,8 +135,12 @@ class RecordStore:
                 return record
         return None
 
-    def add(self, setting: str, seed: int, config: dict, metrics: dict, run: RunTiming, **extra) -> dict:
-        """Append one finished run and rewrite the file atomically."""
+    def add(self, setting: str, seed: int, config: dict, metrics: dict, run: RunTiming, inputs: dict | None = None,
+            **extra) -> dict:
+        """Append one finished run and rewrite the file atomically. ``inputs``: what the run's folder said of its
+        inputs (``resolved_config``, ``data``: the data files' fingerprints with SHA-256, ``method_args``), kept
+        in the provenance (issue 25, item 9)."""
+        inputs = dict(inputs or {})
         record = {
             "setting": setting,
             "seed": int(seed),
@@ -130,7 +150,9 @@ class RecordStore:
             "load_before": run.load_before,
             "load_after": run.load_after,
             "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "provenance": provenance(),  # commit, dirty flag, versions, threads, CPU, CPU vs wall time
+            # commit, dirty flag, versions, threads, CPU, CPU vs wall time; the resolved config and data hashes
+            "provenance": {**provenance(data=inputs.pop("data", None), config=inputs.pop("resolved_config", None)),
+                           **inputs},
             **extra,
         }
         self.records = [r for r in self.records if not (r["setting"] == setting and r["seed"] == seed)]
@@ -236,7 +258,7 @@ def run_plan(
 ) -> int:
     """Run every ``(setting, seed)`` of ``plan`` not yet in ``store`` while the budget allows.
 
-    ``run_one(setting, seed) -> (config, metrics)``. ``reference(setting)`` is a run's seconds on 2 quiet cores
+    ``run_one(setting, seed) -> (config, metrics)`` or ``(config, metrics, inputs)`` (see :meth:`RecordStore.add`). ``reference(setting)`` is a run's seconds on 2 quiet cores
     by the cost model (a number: the same for every run); the budget is asked for it scaled by
     :class:`Calibration`. Returns the number of runs still missing.
     """
@@ -255,9 +277,9 @@ def run_plan(
             )
             return left
         with budget.timed_run() as timing:
-            config, metrics = run_one(setting, seed)
+            config, metrics, *inputs = run_one(setting, seed)
         calibration.observe(reference_s, timing.wall_s)
-        store.add(setting, seed, config, metrics, timing)
+        store.add(setting, seed, config, metrics, timing, *inputs)
         print(
             f"[{store.name}] {setting} seed {seed}: {timing.wall_s:.0f} s (reference {reference_s:.0f} s), load "
             f"{timing.load_before[0]} -> {timing.load_after[0]} ({index + 1}/{len(missing)} this sitting)",

@@ -84,14 +84,29 @@ def load_primaries(path: Path = PRIMARIES) -> tuple[dict[str, sig.Floor], list[d
     return floors, primaries
 
 
+def spec_of(name: str):
+    """The experiment's spec when it is one of experiments/run.py's (None for a script of its own)."""
+    import spec as specs
+
+    return specs.load_spec(name) if (specs.SPECS_DIR / f"{name}.yaml").exists() else None
+
+
+def load(name: str):
+    """The spec of a runner experiment, else the script's module."""
+    return spec_of(name) or harness.load_experiment(name)
+
+
 def reader(name: str, module, store: harness.RecordStore) -> Values:
-    """``values(setting, key)`` as the script's own page reads its arms."""
+    """``values(setting, key)`` as the experiment's own page reads its arms (a spec's: experiments/run.py's)."""
+    import run
+    import spec as specs
+
+    if isinstance(module, specs.Spec):
+        return run.values_reader(module, store)
     if name == "scl_few_shot":
         return module.values_reader(store)
     if name == "scl_noise":
         return module.fs.values_reader(store)
-    if name == "simcse":
-        return module.values_with_before(store)
     if name == "capt":
         return lambda setting, key: module.task_values(store, setting, key)
     return store.values
@@ -145,7 +160,7 @@ def primary_rows(results_dir: Path, path: Path = PRIMARIES) -> list[tuple[dict, 
     for primary in primaries:
         name = primary["experiment"]
         store = harness.RecordStore(name, results_dir)
-        values = reader(name, harness.load_experiment(name), store)
+        values = reader(name, load(name), store)
         comparison = harness.compare(store, primary["treatment"], primary["baseline"], primary["metric"],
                                      primary["direction"], values=values)
         checks = [(arm, c["metric"], c["task"], "f1" if "f1" in c["metric"] else "accuracy")
@@ -255,20 +270,22 @@ def _multitask(m, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-def _simcse(m, store: harness.RecordStore) -> list[Item]:
+def _spec(experiment, store: harness.RecordStore) -> list[Item]:
+    """A runner experiment's declared comparisons (experiments/run.py), with its TOST margins."""
+    import run
+
+    values = run.values_reader(experiment, store)
     items = []
-    for setting in m.TRAINED:
-        for key in (m.AVERAGE, "stsb_dev_spearman"):
-            c = m.after_vs_before(store, setting, key)
-            items.append((f"{setting} − {c.baseline}", c, [], None))
-    for pooling in m.POOLINGS:
-        c = m.sup_vs_unsup(store, pooling, m.AVERAGE)
-        items.append((f"{c.treatment} − {c.baseline}", c, [], None))
+    for declared, _, t, b in run.comparisons(experiment, store):
+        kind = "f1" if "f1" in declared.metric else "accuracy"
+        checks = [(arm, declared.metric, declared.floor_task, kind) for arm in (t, b)] if declared.floor_task else []
+        items.append((f"{t} − {b}", harness.compare(store, t, b, declared.metric, declared.direction, values=values),
+                      checks, declared.margin))
     return items
 
 
 ADAPTERS = {"scl_few_shot": _scl_few_shot, "scl_noise": _scl_noise, "reclaim": _reclaim, "capt": _capt,
-            "gd_losses": _gd_losses, "multitask": _multitask, "simcse": _simcse}
+            "gd_losses": _gd_losses, "multitask": _multitask}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "scl_noise": "", "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 
@@ -282,11 +299,12 @@ def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str,
     for name in EXPERIMENTS:
         if not (results_dir / f"{name}.json").exists():
             continue
-        module = harness.load_experiment(name)
+        module = load(name)
         store = harness.RecordStore(name, results_dir)
         values = reader(name, module, store)
         seen = set()
-        for label, c, checks, margin in ADAPTERS[name](module, store):
+        adapter = _spec if spec_of(name) else ADAPTERS[name]  # a runner experiment: its spec's comparisons
+        for label, c, checks, margin in adapter(module, store):
             key = (name, c.treatment, c.baseline, c.key)
             if key in taken or key in seen:
                 continue
@@ -330,20 +348,11 @@ A two-level bootstrap (seeds × test items) is not given: the records keep each 
 predictions, so it needs reruns that record them."""
 
 
-def _f(value: float | None, digits: int = 2, sign: bool = True) -> str:
-    if value is None or math.isnan(value):
-        return "–"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "–"
-    return f"{value:.1e}" if value < 0.001 else f"{value:.3f}"
+_f, _p = sig.signed, sig.pvalue
 
 
 def _interval(row: Row) -> str:
-    return "–" if math.isnan(row.stats.low) else f"[{_f(row.stats.low)}, {_f(row.stats.high)}]"
+    return sig.interval(row.stats)
 
 
 def _direction(direction: int) -> str:

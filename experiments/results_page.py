@@ -18,8 +18,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import rereport  # noqa: E402
+import run  # noqa: E402
+import spec as specs  # noqa: E402
 
-# In the order of the issue (each a script experiments/<name>.py with report/summary).
+# In the order of the issue (each a spec experiments/specs/<name>.yaml of experiments/run.py, or a script
+# experiments/<name>.py with report/summary).
 EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse", "retrieval")
 BEGIN = "<!-- begin results summary -->"
 END = "<!-- end results summary -->"
@@ -52,10 +55,15 @@ def summary_rows(results_dir: Path) -> list[list[str]]:
     rows = []
     for name in EXPERIMENTS:
         store_path = results_dir / f"{name}.json"
-        if not (Path(__file__).resolve().parent / f"{name}.py").exists() or not store_path.exists():
+        spec_path = Path(__file__).resolve().parent / "specs" / f"{name}.yaml"
+        if not (spec_path.exists() or (Path(__file__).resolve().parent / f"{name}.py").exists()) or not store_path.exists():
             rows.append([name, "–", "–", "not run yet", "–"])
             continue
-        line = harness.load_experiment(name).summary(harness.RecordStore(name, results_dir))
+        store = harness.RecordStore(name, results_dir)
+        if spec_path.exists():  # an experiment of the runner (experiments/run.py)
+            line = run.summary(specs.load_spec(name), store)
+        else:
+            line = harness.load_experiment(name).summary(store)
         link = f"[{name}](docs/RESULTS.md#{anchor(results_dir, name)})"
         rows.append([link, line["paper"], line["claim"], line["verdict"], line["numbers"]])
     return rows

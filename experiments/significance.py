@@ -219,3 +219,22 @@ def verdict(adjusted_p: float, delta: float, direction: int, floored: bool, equi
     if equivalence:
         return REPRODUCED
     return REPRODUCED if delta * direction > 0 else OPPOSITE
+
+
+def signed(value: float | None, digits: int = 2, sign: bool = True) -> str:
+    """``+1.23`` (or ``–`` for a missing value)."""
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def pvalue(value: float | None) -> str:
+    """A p value as the pages write it: 3 decimals, or ``1.2e-04`` below 0.001 (``–`` when missing)."""
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:.1e}" if value < 0.001 else f"{value:.3f}"
+
+
+def interval(stats: Paired) -> str:
+    """``[low, high]`` of the t-interval (``–`` below two pairs)."""
+    return "–" if math.isnan(stats.low) else f"[{signed(stats.low)}, {signed(stats.high)}]"

@@ -1,0 +1,182 @@
+"""An experiment as data: the spec ``experiments/specs/<name>.yaml`` (issue 25, item 1), read and checked here.
+
+A spec declares what a script used to spell out in Python: the recipe runs, their sizes, the grid, the
+comparisons and the primary, the cost-model inputs, the plots and the page's template. ``experiments/run.py`` is
+the one runner of every spec; a paper's irreducible analysis (SCL's λ rule, CAPT's staged pre-training, …) is a
+hook module ``experiments/hooks/<name>.py`` whose functions the spec names.
+
+Templates: every string a spec renders (a setting's name, its ``set`` overrides, its recipe, a cost expression)
+is a Jinja2 template or expression over the sizes, the grid values of the setting and ``seed``. An override
+that renders to an empty string is dropped, so ``{% if eval_limit is not none %}eval.limit={{ eval_limit }}{%
+endif %}`` adds a key only when its size is given.
+
+Example (``experiments/specs/simcse.yaml``, shortened)::
+
+    name: simcse
+    seeds: [1, 2, 3]
+    sizes:
+      unsup_steps: {default: 100, help: training steps of the unsupervised runs}
+    settings:
+      - name: "{{ kind }}/{{ pooling }}"
+        grid: {kind: [unsup, sup], pooling: [cls, mean]}
+        recipe: "simcse-{{ kind }}"
+        set: ["seed={{ seed }}", "method_args.pooling={{ pooling }}"]
+        cost: "LOAD_S + SAVE_S + train_seconds(2 * unsup_steps * unsup_batch_size, tokens('wiki1m', max_length))"
+    comparisons:
+      - {treatment: "{{ kind }}/{{ pooling }}", baseline: "before/{{ pooling }}", metric: avg3_spearman,
+         grid: {kind: [unsup, sup], pooling: [cls, mean]}}
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+SPECS_DIR = Path(__file__).resolve().parent / "specs"
+TEMPLATES = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used: the message is one ``error:`` line naming the file and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Size(_Strict):
+    """One size of the experiment: a command-line flag ``--<name with dashes>``, recorded in every run."""
+
+    default: Any = None
+    type: Literal["int", "float", "str", "ints", "floats"] | None = None
+    help: str = ""
+
+    def kind(self) -> str:
+        """The declared type, else the default's (a size whose default is None must declare it)."""
+        if self.type:
+            return self.type
+        value = self.default
+        if isinstance(value, bool) or value is None:
+            return "str"
+        if isinstance(value, list):
+            return "floats" if any(isinstance(v, float) for v in value) else "ints"
+        return {int: "int", float: "float"}.get(type(value), "str")
+
+
+class Setting(_Strict):
+    """A family of runs: one per grid point (its ``name`` rendered) and seed."""
+
+    name: str
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    recipe: str
+    seeds: list[int] | None = None  # None: the experiment's --seeds
+    stands_for_every_seed: bool = False  # a deterministic run (an evaluation): its one value pairs with every seed
+    run: str = "train"  # "train" (a recipe run) or the name of a hook function run(context) -> metrics
+    set: list[str] = Field(default_factory=list)
+    cost: str  # reference seconds on 2 quiet cores: an expression over the sizes and experiments/cost.py's names
+    check: Literal["last_selected"] | None = None  # "last_selected": the selected step must be the last
+    metrics_hook: str | None = None  # a hook function (run, summary) -> extra metrics of a recipe run
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every grid point, as ``{variable: value}``, in the order the grid lists them."""
+        keys = list(self.grid)
+        return [dict(zip(keys, values, strict=True)) for values in itertools.product(*self.grid.values())]
+
+
+class ComparisonSpec(_Strict):
+    """Treatment − baseline on one metric, paired by seed, for every point of ``grid``."""
+
+    treatment: str
+    baseline: str
+    metric: str
+    direction: Literal[1, -1] = 1
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    margin: float | None = None  # a "similar" claim: TOST at this margin
+    floor_task: str | None = None  # check both arms against this task's floor (primaries.yaml floors:)
+
+
+class Plot(_Strict):
+    """A figure of the page, drawn by ``experiments/plots.py`` (``kind``: dots per setting with the seeds, or the
+    paired differences of the comparisons with a zero line)."""
+
+    kind: Literal["dots", "paired_delta"]
+    file: str
+    title: str
+    metrics: dict[str, str] = Field(default_factory=dict)  # metrics key -> panel title
+    groups: list[str] = Field(default_factory=list)  # dots: x groups (a grid variable's values)
+    series: dict[str, str] = Field(default_factory=dict)  # dots: setting template (over the group) -> legend
+    majority: dict[str, float] = Field(default_factory=dict)  # metrics key -> the task's majority rate (a line)
+    ylabel: str = ""
+
+
+class Spec(_Strict):
+    """One experiment (see the module docstring)."""
+
+    name: str
+    paper: str
+    claim: str
+    hook: str | None = None
+    prepare: str | None = None  # a hook function (args) -> args, called once before the runs (e.g. data)
+    values_hook: str | None = None  # a hook function (spec, store, values) -> values: derived settings
+    description: str
+    seeds: list[int]
+    data: list[str] = Field(default_factory=list)  # the data-root files / folders its runs read (hashed per record)
+    sizes: dict[str, Size] = Field(default_factory=dict)
+    settings: list[Setting]
+    metrics: list[str]  # the metrics a recipe run keeps (from its final evaluation)
+    derived: dict[str, list[str]] = Field(default_factory=dict)  # key -> the metrics it is the mean of
+    comparisons: list[ComparisonSpec] = Field(default_factory=list)
+    plots: list[Plot] = Field(default_factory=list)
+    summary_numbers: str  # the README row's numbers: a template over the page's context
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sizes(cls, value):
+        """``size: 3`` is short for ``size: {default: 3}``."""
+        return {k: v if isinstance(v, dict) else {"default": v} for k, v in (value or {}).items()}
+
+
+def render(template: str, context: dict[str, Any]) -> str:
+    """``template`` rendered over ``context`` (an unknown name is an error)."""
+    return TEMPLATES.from_string(template).render(**context)
+
+
+def evaluate(expression: str, context: dict[str, Any]) -> Any:
+    """The value of a Jinja2 expression over ``context``."""
+    return TEMPLATES.compile_expression(expression, undefined_to_none=False)(**context)
+
+
+def load_spec(name_or_path: str | Path) -> Spec:
+    """The spec of ``experiments/specs/<name>.yaml`` (or of a path), checked: a :class:`SpecError` names the
+    file and the key of the first problem."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = SPECS_DIR / f"{name_or_path}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in SPECS_DIR.glob("*.yaml")))
+        raise SpecError(f"error: no experiment spec {path} (known: {known})")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise SpecError(f"error: {where}: not valid YAML ({getattr(error, 'problem', error)})") from None
+    try:
+        spec = Spec.model_validate(data or {})
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise SpecError(f"error: {path}: {key}: {first['msg']}") from None
+    if spec.name != path.stem:
+        raise SpecError(f"error: {path}: name: {spec.name!r} is not the file's name {path.stem!r}")
+    return spec
+
+
+def template_path(spec: Spec) -> Path:
+    """The page's markdown template beside the spec."""
+    return SPECS_DIR / f"{spec.name}.md"
