@@ -12,6 +12,7 @@ then each section in turn) and replaces the block between
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -93,14 +94,18 @@ def provenance_section(results_dir: Path) -> str:
         found = [r["provenance"] for r in records if isinstance(r.get("provenance"), dict)]
         lines = sorted({harness.provenance_line(record) if "git_commit" in record
                         else f"git {str(record.get('commit'))[:12]} (an earlier, shorter format)" for record in found})
-        rows.append([name, str(len(records)), str(len(found)),
+        configs = sum(isinstance(record.get("config"), dict) for record in found)
+        hashed = sum(bool(record.get("data")) for record in found)
+        rows.append([name, str(len(records)), str(len(found)), str(configs), str(hashed),
                      "<br>".join(lines) if lines else "none: made before the records carried one"])
-    table = harness.markdown_table(["experiment", "runs", "with provenance", "code, versions, threads, CPU"], rows)
+    table = harness.markdown_table(["experiment", "runs", "with provenance", "with resolved config",
+                                    "with data SHA-256", "code, versions, threads, CPU"], rows)
     return ("## Provenance of the records\n\nWhat each run record says of the code and the machine that made it. "
             "Records made before issue 25 carry none: their commit is only the git history of "
-            "`docs/results/<name>.json`. The records hold each run's overrides, not its resolved config or the data "
-            "files' sha256: those are in the `provenance.json` a training run writes into its output folder, which "
-            "is not committed (issue 25 item 9, still open).\n\n" + table)
+            "`docs/results/<name>.json`. A run of the spec runner (`experiments/run.py`) records the git commit and "
+            "dirty flag, the library versions, the torch threads, the CPU model, the process's CPU against wall time, "
+            "the run's fully resolved config and the whole-file SHA-256 of every data file it read (issue 25 item 9); "
+            "the existing records were made before it and get these at their rerun.\n\n" + table)
 
 
 def results_page(results_dir: Path) -> str:
@@ -109,7 +114,7 @@ def results_page(results_dir: Path) -> str:
     for name in EXPERIMENTS:
         section = results_dir / f"{name}.md"
         if section.exists():
-            text = section.read_text(encoding="utf-8").replace("](" + name + ".png)", f"](results/{name}.png)")
+            text = re.sub(r"\]\((" + re.escape(name) + r"[^)/]*\.png)\)", r"](results/\1)", section.read_text(encoding="utf-8"))
             parts.append(text)
         else:
             parts.append(f"## {name}\n\nNot run yet: `python experiments/{name}.py --data-root ../shared/data`.\n")
