@@ -32,8 +32,11 @@ Example::
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from abc import ABC, abstractmethod
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -221,7 +224,9 @@ class IVFSearch(NearestNeighbourSearch):
     they cannot be kept, and ``on_cuda="index"`` keeps this CPU index, copying queries and changed rows).
 
     ``builds`` (k-means trainings), ``updated_rows`` and ``exact_fallbacks`` count what happened (for tests
-    and the benchmark). The kept index is not copied by ``copy``/``pickle``: a copy rebuilds it.
+    and the benchmark). The kept index is not copied by ``copy``/``pickle``: a copy rebuilds it. To reuse a built
+    index in another process (a large bank's k-means is minutes), :meth:`save_index` writes it with faiss and
+    :meth:`load_index` adopts it for the same keys: the next call updates it in place instead of training anew.
     """
 
     stateful = True
@@ -335,6 +340,41 @@ class IVFSearch(NearestNeighbourSearch):
             self._touched_rows >= 0.1 * due and self._imbalance() > self.rebalance_at * self._built_imbalance
         ):
             self._build(keys)
+
+    def save_index(self, path: str | os.PathLike) -> None:
+        """Write the kept index (``faiss.write_index``) and, beside it, the rows it was built from as a check:
+        their count, width and a checksum (``<path>.json``)."""
+        import faiss
+
+        if self._index is None:
+            raise RuntimeError("IVFSearch has no kept index to save: search once first (or the bank is below "
+                               f"exact_below = {self.exact_below} rows and the exact search applies)")
+        path = Path(path)
+        faiss.write_index(self._index, str(path))
+        shape = self._identity[3]
+        meta = {"rows": shape[0], "dim": shape[1], "built_imbalance": self._built_imbalance,
+                "options": self.options}
+        path.with_name(path.name + ".json").write_text(json.dumps(meta), encoding="utf-8")
+
+    def load_index(self, path: str | os.PathLike, keys: Tensor) -> None:
+        """Adopt the index :meth:`save_index` wrote, for ``keys`` (the same rows it was built from: the same
+        count and width, checked; the rows themselves are the caller's to match). The next call with these
+        ``keys`` and a ``changed`` tensor updates it in place, with no training."""
+        import faiss
+
+        path = Path(path)
+        meta = json.loads(path.with_name(path.name + ".json").read_text(encoding="utf-8"))
+        if (meta["rows"], meta["dim"]) != tuple(keys.shape):
+            raise ValueError(f"{path}: the index holds {meta['rows']} rows of width {meta['dim']}, the keys are "
+                             f"{tuple(keys.shape)}")
+        index = faiss.read_index(str(path))
+        index.set_direct_map_type(faiss.DirectMap.Hashtable)
+        index.nprobe = min(self.nprobe or default_nprobe(index.nlist), index.nlist)
+        self._index = index
+        self._identity = (keys.data_ptr(), keys.device, keys.dtype, tuple(keys.shape))
+        self._touched = np.zeros(keys.size(0), dtype=bool)
+        self._touched_rows = 0
+        self._built_imbalance = float(meta["built_imbalance"])
 
     def _imbalance(self) -> float:
         return float(self._index.invlists.imbalance_factor())

@@ -40,3 +40,16 @@ def test_interleaved_rounds_are_paired_with_their_own_twin_and_give_no_memory_de
         table = bench.summarise([cell(bench, "baseline", baseline), cell(bench, "top-K none", separate)])
         line = next(line for line in table if line["row"] == "top-K none")
         assert line["ratio"] == 1.2 and line["extra_mib"] == 200.0
+
+
+def test_a_reused_index_is_named_by_what_fixes_the_bank_rows_and_passed_to_every_child(tmp_path):
+    with loaded_bench("reclaim_overhead") as bench:
+        args = bench.parse_args(["--reuse-index", "--cache-dir", str(tmp_path)])
+        args.features = tmp_path / "minilm-67349.pt"
+        u, v = bench.kept_index_paths(args, 1_000_000)
+        assert u.parent == tmp_path / "indexes" and u.name.endswith("-u.faiss") and v.name.endswith("-v.faiss")
+        others = set()
+        for change in ({"jitter": 0.5}, {"seed": 7}, {"nlist": 512}):
+            others.add(bench.kept_index_paths(SimpleNamespace(**{**vars(args), **change}), 1_000_000)[0])
+        assert len(others | {u, bench.kept_index_paths(args, 67_349)[0]}) == 5
+        assert "--reuse-index" in bench.child_command(args, "top-K ivf", 1_000_000, args.features)

@@ -283,6 +283,28 @@ def test_fresh_copies_and_pickles_hold_no_index():
     assert ExactSearch().fresh() is not None and not ExactSearch.stateful
 
 
+def test_a_saved_index_is_adopted_by_another_search_and_kept_without_training(tmp_path):
+    """save_index / load_index: a second IVFSearch adopts the built index for the same keys, answers exactly as
+    the first, and then updates it in place (no k-means) as the bank moves."""
+    bank = filled_bank(3000)
+    first = IVFSearch(nlist=20, nprobe=20, storage="float32", exact_below=0)
+    queries = bank.bank[:8] + 0.05
+    expected = first.topk(queries, bank.bank, 10, changed=bank.take_changed())
+    first.save_index(tmp_path / "bank.faiss")
+    second = IVFSearch(nlist=20, nprobe=20, storage="float32", exact_below=0)
+    second.load_index(tmp_path / "bank.faiss", bank.bank)
+    found = second.topk(queries, bank.bank, 10, changed=bank.take_changed())
+    assert torch.equal(found[1], expected[1]) and torch.allclose(found[0], expected[0])
+    moved_rows(bank, 64, seed=1)
+    scores, indices = second.topk(queries, bank.bank, 10, changed=bank.take_changed())
+    assert_exact_top_k(scores, indices, queries, bank.bank, 10)
+    assert second.builds == 0 and second.updated_rows == 64
+    with pytest.raises(ValueError, match="holds 3000 rows of width 32"):
+        IVFSearch().load_index(tmp_path / "bank.faiss", bank.bank[:100])
+    with pytest.raises(RuntimeError, match="no kept index to save"):
+        IVFSearch().save_index(tmp_path / "none.faiss")
+
+
 def test_ivf_option_errors():
     with pytest.raises(ValueError, match="nprobe must be >= 1"):
         IVFSearch(nprobe=0)
