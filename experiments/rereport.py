@@ -12,7 +12,6 @@ pages report. ``section(results_dir)`` is the markdown that experiments/results_
 
 from __future__ import annotations
 
-import copy
 import math
 import statistics
 import sys
@@ -30,9 +29,6 @@ PRIMARIES = Path(__file__).resolve().parent / "primaries.yaml"
 EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse")
 PRIMARY_KEYS = ("experiment", "claim", "treatment", "baseline", "metric", "direction", "test", "floors", "reason")
 TESTS = ("paired-t+permutation", "tost")
-# Exploratory "similar / match" claims and their TOST margins (metric units), declared with this module:
-# SimCSE pre-step and PCGrad "similar" (multitask dev mean ×100), margin losses "match" InfoNCE (gd_losses.MATCH_MARGIN).
-SIMILAR_MARGINS = {("multitask", "proportional-simcse", "mean"): 2.0, ("multitask", "proportional+pcgrad", "mean"): 2.0}
 
 Values = Callable[[str, str], dict[int, float]]
 FloorCheck = tuple[str, str, str, str]  # (setting, metrics key, task, "accuracy" | "f1")
@@ -257,19 +253,6 @@ def _gd_losses(m, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-def _multitask(m, store: harness.RecordStore) -> list[Item]:
-    direction = {(t, k): d for t, k, d, _ in m.VERDICTS}  # other metrics: the direction of the setting's mean
-    floors = {"sst_accuracy": [("sst_accuracy", "sst5")], "quora_accuracy": [("quora_accuracy", "quora")],
-              "mean": [("sst_accuracy", "sst5"), ("quora_accuracy", "quora")], "sts_pearson": []}
-    items = []
-    for (setting, key), c in m.all_comparisons(store).items():
-        c = copy.copy(c)  # the bootstrap interval does not depend on the direction
-        c.direction = direction.get((setting, key), direction.get((setting, "mean"), c.direction))
-        checks = [(arm, k, task, "accuracy") for k, task in floors.get(key, []) for arm in (setting, m.BASELINE)]
-        items.append((f"{setting} − {m.BASELINE}", c, checks, SIMILAR_MARGINS.get(("multitask", setting, key))))
-    return items
-
-
 def _spec(experiment, store: harness.RecordStore) -> list[Item]:
     """A runner experiment's declared comparisons (experiments/run.py), with its TOST margins."""
     import run
@@ -285,7 +268,7 @@ def _spec(experiment, store: harness.RecordStore) -> list[Item]:
 
 
 ADAPTERS = {"scl_few_shot": _scl_few_shot, "scl_noise": _scl_noise, "reclaim": _reclaim, "capt": _capt,
-            "gd_losses": _gd_losses, "multitask": _multitask}
+            "gd_losses": _gd_losses}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "scl_noise": "", "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 
