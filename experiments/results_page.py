@@ -117,7 +117,9 @@ def results_page(results_dir: Path) -> str:
             text = re.sub(r"\]\((" + re.escape(name) + r"[^)/]*\.png)\)", r"](results/\1)", section.read_text(encoding="utf-8"))
             parts.append(text)
         else:
-            parts.append(f"## {name}\n\nNot run yet: `python experiments/{name}.py --data-root ../shared/data`.\n")
+            spec = (Path(__file__).resolve().parent / "specs" / f"{name}.yaml").exists()
+            command = f"python experiments/run.py {name}" if spec else f"python experiments/{name}.py"
+            parts.append(f"## {name}\n\nNot run yet: `{command} --data-root ../shared/data`.\n")
         earlier = sorted(results_dir.glob(f"{name}-*.md"))
         if earlier:
             links = ", ".join(f"[{path.stem}](results/{path.name})" for path in earlier)

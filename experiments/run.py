@@ -408,12 +408,13 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: " + message, flush=True)
     left = 0
     if not args.report_only:
+        prepared = args  # what the runs read (a prepare hook may derive a data root); the page keeps args
         if experiment.prepare:
-            args = getattr(load_hook(experiment.hook), experiment.prepare)(args)
+            prepared = getattr(load_hook(experiment.hook), experiment.prepare)(argparse.Namespace(**vars(args)))
         by_key = {(r.name, r.seed): r for r in runs}
         minutes = sum(r.reference_seconds() for r in runs) / 60.0
         print(f"[{experiment.name}] plan: {len(runs)} runs, estimated {minutes:.1f} min on 2 quiet cores", flush=True)
-        left = harness.run_plan(store, [(r.name, r.seed) for r in runs], partial(run_one, by_key, args),
+        left = harness.run_plan(store, [(r.name, r.seed) for r in runs], partial(run_one, by_key, prepared),
                                 harness.Budget(args.budget_minutes), lambda name: _reference(by_key, name))
     path = harness.write_report(store, report(experiment, store, args))
     compared = [(t, b, declared.metric) for declared, _, t, b in comparisons(experiment, store)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 from pathlib import Path
 
 SHUFFLED_FILES = ("minbert/ids-sst-train.csv", "minbert/sts-train.csv")
@@ -46,10 +45,9 @@ def prepare_data_root(source: Path, target: Path, seed: int = DATA_SHUFFLE_SEED)
 
 
 def prepare(args: argparse.Namespace) -> argparse.Namespace:
-    """The runs read ``<runs>/multitask/data``: the data root with the SST and STS train files shuffled (seed 0);
-    the page's command keeps the data root given (``source_data_root``)."""
+    """The runs read ``<runs>/multitask/data``: the data root with the SST and STS train files shuffled (seed 0)."""
     derived = prepare_data_root(Path(args.data_root), Path(args.runs) / "multitask" / "data")
-    return argparse.Namespace(**{**vars(args), "data_root": str(derived), "source_data_root": args.data_root})
+    return argparse.Namespace(**{**vars(args), "data_root": str(derived)})
 
 
 def metrics(run, summary: dict) -> dict:
@@ -60,12 +58,3 @@ def metrics(run, summary: dict) -> dict:
             "n_train": {task: info.get("n_train") for task, info in tasks.items()},
             "n_eval": {task: info.get("n_eval") for task, info in tasks.items()}}
 
-
-def context(page: dict) -> dict:
-    """The page's command with the data root given, not the derived one the runs read."""
-    source = getattr(page["args"], "source_data_root", None)
-    if source is None:
-        return {}
-    import run as runner  # experiments/run.py
-
-    return {"command": re.sub(r"--data-root \S+", lambda _: f"--data-root {runner._shown(source)}", page["command"])}
