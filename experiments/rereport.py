@@ -99,10 +99,6 @@ def reader(name: str, module, store: harness.RecordStore) -> Values:
 
     if isinstance(module, specs.Spec):
         return run.values_reader(module, store)
-    if name == "scl_few_shot":
-        return module.values_reader(store)
-    if name == "scl_noise":
-        return module.fs.values_reader(store)
     if name == "capt":
         return lambda setting, key: module.task_values(store, setting, key)
     return store.values
@@ -192,33 +188,6 @@ def _primary_p(row: Row) -> float:
 Item = tuple[str, harness.Comparison, list[FloorCheck], float | None]
 
 
-def _scl_checks(settings: list[str]) -> list[FloorCheck]:
-    return [(s, "test_accuracy", "sst2", "accuracy") for s in settings]
-
-
-def _scl_few_shot(m, store: harness.RecordStore) -> list[Item]:
-    items = []
-    for n, c in m.comparisons(store, m.SIZES).items():
-        items.append((f"N={n}: {c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None))
-    for n, by_lam in m.lam_comparisons(store, m.SIZES).items():
-        items += [(f"N={n}: {c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None)
-                  for c in by_lam.values()]
-    return items
-
-
-def _scl_noise(m, store: harness.RecordStore) -> list[Item]:
-    items = [(f"{c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None)
-             for c in m.comparisons(store, m.NOISE).values()]
-    for by_lam in m.lam_comparisons(store, m.NOISE).values():
-        items += [(f"{c.treatment} − {c.baseline}", c, _scl_checks([c.treatment, c.baseline]), None)
-                  for c in by_lam.values()]
-    low, high = min(m.NOISE), max(m.NOISE)
-    growth = m.gap_growth(store, low, high)
-    checks = _scl_checks([m.setting_name(high, m.TUNED), m.setting_name(high, m.CE)])
-    items.append((f"gap growth {low}→{high} % flips (gap = tuned − CE)", growth, checks, None))
-    return items
-
-
 def _reclaim(m, store: harness.RecordStore) -> list[Item]:
     args = m.build_parser().parse_args([])
     found = [*m.table1_comparisons(store, args), *m.ablation_comparisons(store, args),
@@ -267,10 +236,9 @@ def _spec(experiment, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-ADAPTERS = {"scl_few_shot": _scl_few_shot, "scl_noise": _scl_noise, "reclaim": _reclaim, "capt": _capt,
-            "gd_losses": _gd_losses}
+ADAPTERS = {"reclaim": _reclaim, "capt": _capt, "gd_losses": _gd_losses}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
-         "scl_noise": "", "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
+         "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 
 
 def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str, sig.Floor] | None = None) -> list[Row]:

@@ -17,7 +17,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 FACTOR = 2.5
 
 
-SCRIPTS = [name for name in ("capt", "reclaim", "scl_few_shot", "scl_noise", "gd_losses")
+SCRIPTS = [name for name in ("capt", "reclaim", "gd_losses")
            if (RESULTS.parents[1] / "experiments" / f"{name}.py").exists()]  # the specs': tests/experiments/test_run.py
 
 

@@ -11,7 +11,7 @@ def test_a_section_not_run_yet_says_so_and_links_superseded_sittings(tmp_path):
     (tmp_path / "simcse.md").write_text("## SimCSE\n\nsection ![plot](simcse.png)\n", encoding="utf-8")
     text = page.results_page(tmp_path)
     multitask = text[text.index("## multitask"):text.index("## SimCSE")]  # the page keeps EXPERIMENTS' order
-    assert "Not run yet: `python experiments/multitask.py" in multitask
+    assert "Not run yet: `python experiments/run.py multitask" in multitask
     assert "[multitask-first-sitting](results/multitask-first-sitting.md)" in multitask
     assert "![plot](results/simcse.png)" in text  # a written section's plot link points into docs/results
     assert "superseded" not in text[text.index("## SimCSE"):]
@@ -30,5 +30,5 @@ def test_the_provenance_section_counts_the_records_that_carry_one(tmp_path):
     store.save()
     (tmp_path / "scl_noise.json").write_text("[]\n", encoding="utf-8")
     text = page.provenance_section(tmp_path)
-    assert "| simcse | 2 | 1 | git 0123456789ab, Python 3.11, torch 2.13, 1 torch threads, 2 CPUs (x) |" in text
-    assert "| scl_noise | 0 | 0 | none: made before the records carried one |" in text
+    assert "| simcse | 2 | 1 | 0 | 0 | git 0123456789ab, Python 3.11, torch 2.13, 1 torch threads, 2 CPUs (x) |" in text
+    assert "| scl_noise | 0 | 0 | 0 | 0 | none: made before the records carried one |" in text
