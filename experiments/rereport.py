@@ -99,8 +99,6 @@ def reader(name: str, module, store: harness.RecordStore) -> Values:
 
     if isinstance(module, specs.Spec):
         return run.values_reader(module, store)
-    if name == "capt":
-        return lambda setting, key: module.task_values(store, setting, key)
     return store.values
 
 
@@ -201,17 +199,6 @@ def _reclaim(m, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-def _capt(m, store: harness.RecordStore) -> list[Item]:
-    items = []
-    for treatment, baseline, _claim, _where in m.COMPARISONS:
-        for task in [*m.TASKS, "avg"]:
-            c = m.comparison(store, treatment, baseline, task)
-            tasks = m.TASKS if task == "avg" else (task,)
-            checks = [(f"{arm}/{t}", m.METRIC, t, "accuracy") for t in tasks for arm in (treatment, baseline)]
-            items.append((f"{c.treatment} − {c.baseline}", c, checks, None))
-    return items
-
-
 def _gd_losses(m, store: harness.RecordStore) -> list[Item]:
     items = []
     for loss, part, c in m.dissipation_checks(store):
@@ -236,7 +223,7 @@ def _spec(experiment, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-ADAPTERS = {"reclaim": _reclaim, "capt": _capt, "gd_losses": _gd_losses}
+ADAPTERS = {"reclaim": _reclaim, "gd_losses": _gd_losses}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 

@@ -75,8 +75,13 @@ class Run:
 
 
 def comparable(overrides: list[str]) -> list[str]:
-    """Overrides without the run folder (which follows --runs, not the experiment), in today's key names."""
-    return [s for s in harness.renamed_keys(overrides) if not s.startswith("output_dir=")]
+    """Overrides without the run folder (which follows --runs, not the experiment), in today's key names; a path
+    in the experiment's runs folder (the run folder's grandparent: CAPT's pre-trained weights) as ``<runs>/…``."""
+    renamed = harness.renamed_keys(overrides)
+    folder = next((s.removeprefix("output_dir=") for s in renamed if s.startswith("output_dir=")), None)
+    root = f"={Path(folder).parents[1]}/" if folder and len(Path(folder).parents) > 1 else None
+    return [s.replace(root, "=<runs>/", 1) if root and root in s else s for s in renamed
+            if not s.startswith("output_dir=")]
 
 
 @cache

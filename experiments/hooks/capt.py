@@ -1,0 +1,223 @@
+"""CAPT's hook (experiments/specs/capt.yaml): the staged pre-training, the seeded fine-tuning and the task average.
+
+Each variant is pre-trained once (``pretrain/<variant>``, seed 0) through ``run_recipe`` with no fine-tuning stage;
+its encoder is kept in ``<runs>/capt/pretrained/<variant>/encoder`` (with ``pretrain.json``, written last) and
+loaded by every fine-tuning of the variant, also in a later sitting. A fine-tuning whose variant's encoder is gone
+(record present, folder deleted) pre-trains it again; once every planned fine-tuning of a variant but the one
+running is recorded, its encoder is deleted after that run.
+
+Why not ``run_recipe`` for the fine-tuning: ``contrastext.runs.capt.run`` always pre-trains first, fine-tunes one
+task per run, and its fine-tuning stage forces ``data.few_shot`` off (the same first rows for every seed); here the
+run module's pieces (``finetune_config``, ``capt_encoder``, ``FineTuneMethod``, ``run_training``) fine-tune on a
+draw of ``train_rows`` rows made with the fine-tuning seed (label distribution kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import shutil
+import statistics
+from pathlib import Path
+
+import harness
+
+TASKS = ("sst2", "mrpc", "rte")
+METRIC = "accuracy"  # §3.2 / Table 5: accuracy for SST-2, MRPC and RTE
+# Accuracy of always predicting the dev split's most frequent class (444/872, 279/408, 146/277); MRPC's F1 of always
+# predicting "paraphrase": 2·279 / (2·279 + 129).
+MAJORITY = {"sst2": 50.92, "mrpc": 68.38, "rte": 52.71, "mrpc_f1": 81.22}
+MAJORITY["avg"] = statistics.fmean(MAJORITY[t] for t in TASKS)
+
+
+def _float(value) -> float | None:
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def _folder(run) -> Path:
+    """``<runs>/capt``: the run folder's grandparent (what ``<runs>`` stands for in the spec's overrides)."""
+    return run.output_dir.parents[1]
+
+
+def _weights(run, variant: str) -> Path:
+    return _folder(run) / "pretrained" / variant
+
+
+def _cached(run, variant: str, overrides: list[str]) -> dict | None:
+    """The stored summary of the variant's encoder when it is there and was made with these overrides."""
+    folder = _weights(run, variant)
+    if not (folder / "pretrain.json").is_file() or not (folder / "encoder").is_dir():
+        return None
+    stored = json.loads((folder / "pretrain.json").read_text(encoding="utf-8"))
+    return stored if stored.get("overrides") == overrides else None
+
+
+def _last_losses(log_path: Path, count: int = 3) -> dict[str, float | None]:
+    """Mean of the last ``count`` logged values of loss/mlm, loss/capt and grad_norm."""
+    from contrastext import read_log
+
+    records = [r for r in read_log(log_path) if "loss" in r]
+    found: dict[str, float | None] = {}
+    for key, name in (("loss/mlm", "loss_mlm"), ("loss/capt", "loss_capt"), ("grad_norm", "grad_norm")):
+        values = [_float(r[key]) for r in records[-count:] if r.get(key) is not None]
+        found[name] = statistics.fmean(values) if values and None not in values else None
+    return found
+
+
+def _pretrain(run, args) -> dict:
+    """Pre-train ``run``'s variant and keep its encoder; returns the stored summary."""
+    from contrastext import load_config, recipe_path, run_recipe
+
+    variant = run.point["variant"]
+    config = load_config(recipe_path(run.recipe), run.overrides)
+    summary = run_recipe(config, data_root=Path(args.data_root))
+    stage = summary["pretrain"]
+    final = Path(stage["final_model_dir"])
+    if not final.is_dir():
+        raise RuntimeError(f"pre-training {variant}: no final encoder in {final}")
+    metrics = {"stsb_dev_spearman_start": _float(stage.get("start_metrics", {}).get("stsb_dev_spearman")),
+               "stsb_dev_spearman": _float(stage["metrics"].get("stsb_dev_spearman")),
+               "steps": float(stage["last_step"]), **_last_losses(Path(stage["log_path"]))}
+    inputs = _inputs(run.output_dir / "pretrain", args, config)  # the recipe's pre-training stage folder
+    folder = _weights(run, variant)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    shutil.move(str(final), str(folder / "encoder"))
+    stored = {"overrides": run.comparable(), "metrics": metrics, "inputs": inputs}
+    (folder / "pretrain.json").write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")  # written last
+    _remove(run.output_dir)  # checkpoints with the optimiser state
+    return stored
+
+
+def _inputs(stage_dir: Path, args, config) -> dict:
+    """The stage folder's resolved config and data hashes (the config given, when the folder has none)."""
+    import run as runner  # experiments/run.py
+
+    inputs = runner.run_folder_record(stage_dir, Path(args.data_root))
+    inputs["resolved_config"] = inputs.get("resolved_config") or config.model_dump(mode="json")
+    return inputs
+
+
+def _remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        folder.parent.rmdir()  # the setting's folder, once its last seed is gone
+
+
+def pretrain(run, args) -> tuple[dict, dict]:
+    """The ``pretrain/<variant>`` record: the cached encoder's summary when it is there, else a pre-training."""
+    stored = _cached(run, run.point["variant"], run.comparable())
+    reused = stored is not None
+    stored = stored or _pretrain(run, args)
+    return dict(stored["metrics"]), {**stored["inputs"], "reused_cached_weights": reused}
+
+
+def finetune(run, args) -> tuple[dict, dict]:
+    """One ``<variant>/<task>`` fine-tuning with the run's seed: the capt run module's fine-tuning stage on a
+    seeded draw of ``train_rows`` rows."""
+    import run as runner
+
+    from contrastext import get_recipe, load_config, recipe_path, set_seed
+    from contrastext.methods.classification import FineTuneMethod
+    from contrastext.runs.capt import capt_encoder, finetune_config
+    from contrastext.runs.classification import ClassificationArgs, head_evaluator
+    from contrastext.runs.data import load_classification_data
+    from contrastext.runs.registry import parse_method_args
+    from contrastext.runs.stages import MethodBundle, run_training, stage_config
+
+    variant, task, seed, rows = run.point["variant"], run.point["task"], run.seed, run.sizes["train_rows"]
+    pretraining = next((r for r in runner.plan(run.spec, args) if r.name == f"pretrain/{variant}"), None)
+    again = pretraining is not None and _cached(run, variant, pretraining.comparable()) is None
+    if again:
+        _pretrain(pretraining, args)
+    overrides = [item.replace("=<runs>/", f"={_folder(run)}/", 1) for item in run.overrides]
+    config = load_config(recipe_path(run.recipe), overrides)
+    method_args = parse_method_args(get_recipe(config.method), config)
+    stage = stage_config(finetune_config(config, method_args, seed), data={"few_shot": rows})
+    encoder = capt_encoder(config, method_args)
+    data = load_classification_data(stage, ClassificationArgs(pooling=encoder.pooling), Path(args.data_root),
+                                    seed=seed, few_shot_sampling="label_distribution")
+    set_seed(stage.train_seed)  # the fresh head's initialisation, as contrastext.runs.capt.finetune
+    description = dict(data.description)
+    bundle = MethodBundle(FineTuneMethod(encoder, data.task), list(data.train), head_evaluator(stage, data),
+                          final_report=lambda _m: description)
+    found = run_training(stage, bundle)["metrics"]
+    inputs = _inputs(Path(stage.output_dir), args, stage)
+    _remove(run.output_dir)
+    metrics = {name: _float(found.get(f"{task}_dev_{name}")) for name in ("accuracy", "f1", "mcc")}
+    if metrics[METRIC] is None:
+        raise RuntimeError(f"{run.name} seed {seed}: no {task}_dev_{METRIC} in {sorted(found)}")
+    metrics.update(n_train=float(description["n_train"]), n_eval=float(description["n_eval"]))
+    inputs.update(stage_data={"few_shot": rows, "few_shot_sampling": "label_distribution", "draw_seed": seed},
+                  train_label_counts=description.get("train_label_counts"), pretrained_again=again)
+    if pretraining is not None:
+        _clean(run, args, variant)
+    return metrics, inputs
+
+
+def _clean(run, args, variant: str) -> None:
+    """Delete the variant's encoder once every planned fine-tuning of it but this one is recorded."""
+    import run as runner
+
+    store = harness.RecordStore(run.spec.name, args.results)
+    others = [r for r in runner.plan(run.spec, args) if r.point.get("variant") == variant
+              and not r.name.startswith("pretrain/") and (r.name, r.seed) != (run.name, run.seed)]
+    if all(store.has(r.name, r.seed) for r in others):
+        shutil.rmtree(_weights(run, variant), ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def task_average(spec, store, values):
+    """``values`` plus ``<variant>/avg`` (the mean over the tasks of a seed that has all of them) and
+    ``majority/<task>`` (the majority-class accuracy, for every seed: a line in the plot)."""
+    seeds = sorted({r["seed"] for r in store.records if not r["setting"].startswith("pretrain/")})
+
+    def read(setting: str, key: str) -> dict[int, float]:
+        variant, _, task = setting.partition("/")
+        if variant == "majority":
+            return {seed: MAJORITY[task] for seed in seeds} if key == METRIC else {}
+        if task != "avg":
+            return values(setting, key)
+        per_task = [values(f"{variant}/{t}", key) for t in TASKS]
+        if not all(per_task):
+            return {}
+        common = set.intersection(*(set(found) for found in per_task))
+        return {seed: statistics.fmean(found[seed] for found in per_task) for seed in sorted(common)}
+
+    return read
+
+
+def context(page: dict) -> dict:
+    """The page's CAPT functions: ``vcell`` (mean ± std through the task average), ``pretrained(variant, key)``,
+    the majority figures, ``on_floor(task)`` (the variants within 3 points of the majority), the measured time per
+    stage and whether the STS-B and GLUE rankings agree."""
+    store, values = page["store"], page["values"]
+    variants = ["none", "mlm", "mask", "shuffle", "mask-fixed"]
+
+    def pretrained(variant: str, key: str):
+        record = store.get(f"pretrain/{variant}", 0)
+        return None if record is None else record["metrics"].get(key)
+
+    minutes: dict[str, float] = {}
+    for record in store.records:
+        head, _, tail = record["setting"].partition("/")
+        key = "pre-training" if head == "pretrain" else f"{tail} fine-tuning"
+        minutes[key] = minutes.get(key, 0.0) + record["wall_s"] / 60
+    total = sum(minutes.values())
+    measured = ""
+    if minutes:
+        over = total - harness.DEFAULT_BUDGET_MINUTES
+        measured = (f" Measured: {total:.1f} min of run time ("
+                    + ", ".join(f"{key} {value:.1f}" for key, value in minutes.items()) + ")"
+                    + (f", {over:.0f} min past the issue's {harness.DEFAULT_BUDGET_MINUTES:.0f}-min limit" if over > 0
+                       else "") + ".")
+    sts = {v: pretrained(v, "stsb_dev_spearman") for v in variants[1:]}
+    glue = {v: page["mean"](f"{v}/avg", METRIC) for v in variants[1:]}
+    same_rank = None not in sts.values() and sorted(sts, key=sts.get) == sorted(glue, key=glue.get)
+    return {"variants": variants, "majority": MAJORITY, "pretrained": pretrained, "measured": measured,
+            "same_rank": same_rank,
+            "on_floor": lambda task: [v for v in variants if page["mean"](f"{v}/{task}", METRIC) < MAJORITY[task] + 3],
+            "vcell": lambda setting, key=METRIC: harness.fmt_mean_std(list(values(setting, key).values()))}
