@@ -31,7 +31,7 @@ EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "mul
 PRIMARY_KEYS = ("experiment", "claim", "treatment", "baseline", "metric", "direction", "test", "floors", "reason")
 TESTS = ("paired-t+permutation", "tost")
 # Exploratory "similar / match" claims and their TOST margins (metric units), declared with this module:
-# SimCSE pre-step and PCGrad "similar" (multitask dev mean ×100), margin losses "match" InfoNCE (gd_losses.MATCH_MARGIN).
+# SimCSE pre-step and PCGrad "similar" (multitask dev mean ×100); gd_losses' margins are in its spec.
 SIMILAR_MARGINS = {("multitask", "proportional-simcse", "mean"): 2.0, ("multitask", "proportional+pcgrad", "mean"): 2.0}
 
 Values = Callable[[str, str], dict[int, float]]
@@ -247,16 +247,6 @@ def _capt(m, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-def _gd_losses(m, store: harness.RecordStore) -> list[Item]:
-    items = []
-    for loss, part, c in m.dissipation_checks(store):
-        label = f"{loss} {part}: ln(end/start) < 0" if c.baseline == "1×" else f"{loss} − {c.baseline} {part}"
-        items.append((label, c, [], None))
-    for key in ("stsb_dev_spearman", "sickr_dev_spearman"):
-        items += [(f"{loss} − {m.BASELINE}", c, [], m.MATCH_MARGIN) for loss, c in m.sts_checks(store, key)]
-    return items
-
-
 def _multitask(m, store: harness.RecordStore) -> list[Item]:
     direction = {(t, k): d for t, k, d, _ in m.VERDICTS}  # other metrics: the direction of the setting's mean
     floors = {"sst_accuracy": [("sst_accuracy", "sst5")], "quora_accuracy": [("quora_accuracy", "quora")],
@@ -285,7 +275,7 @@ def _spec(experiment, store: harness.RecordStore) -> list[Item]:
 
 
 ADAPTERS = {"scl_few_shot": _scl_few_shot, "scl_noise": _scl_noise, "reclaim": _reclaim, "capt": _capt,
-            "gd_losses": _gd_losses, "multitask": _multitask}
+            "multitask": _multitask}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "scl_noise": "", "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 

@@ -12,6 +12,7 @@ then each section in turn) and replaces the block between
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -109,7 +110,8 @@ def results_page(results_dir: Path) -> str:
     for name in EXPERIMENTS:
         section = results_dir / f"{name}.md"
         if section.exists():
-            text = section.read_text(encoding="utf-8").replace("](" + name + ".png)", f"](results/{name}.png)")
+            text = section.read_text(encoding="utf-8")  # its plots (<name>.png, <name>-*.png) sit in results/
+            text = re.sub(rf"\]\(({re.escape(name)}(-[\w-]+)?\.png)\)", r"](results/\1)", text)
             parts.append(text)
         else:
             parts.append(f"## {name}\n\nNot run yet: `python experiments/{name}.py --data-root ../shared/data`.\n")
