@@ -199,13 +199,6 @@ def _reclaim(m, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-def _gd_losses(m, store: harness.RecordStore) -> list[Item]:
-    items = []
-    for loss, part, c in m.dissipation_checks(store):
-        label = f"{loss} {part}: ln(end/start) < 0" if c.baseline == "1×" else f"{loss} − {c.baseline} {part}"
-        items.append((label, c, [], None))
-    for key in ("stsb_dev_spearman", "sickr_dev_spearman"):
-        items += [(f"{loss} − {m.BASELINE}", c, [], m.MATCH_MARGIN) for loss, c in m.sts_checks(store, key)]
     return items
 
 
@@ -223,7 +216,7 @@ def _spec(experiment, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-ADAPTERS = {"reclaim": _reclaim, "gd_losses": _gd_losses}
+ADAPTERS = {"reclaim": _reclaim}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 

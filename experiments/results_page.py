@@ -114,7 +114,8 @@ def results_page(results_dir: Path) -> str:
     for name in EXPERIMENTS:
         section = results_dir / f"{name}.md"
         if section.exists():
-            text = re.sub(r"\]\((" + re.escape(name) + r"[^)/]*\.png)\)", r"](results/\1)", section.read_text(encoding="utf-8"))
+            text = section.read_text(encoding="utf-8")  # its plots (<name>.png, <name>-*.png) sit in results/
+            text = re.sub(rf"\]\(({re.escape(name)}(-[\w-]+)?\.png)\)", r"](results/\1)", text)
             parts.append(text)
         else:
             spec = (Path(__file__).resolve().parent / "specs" / f"{name}.yaml").exists()

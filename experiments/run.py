@@ -200,8 +200,8 @@ def train(run: Run, args: argparse.Namespace) -> tuple[dict, dict]:
                            f"not the last step {summary['last_step']}: the run evaluated more than once")
     metrics = keep_metrics(run.spec, summary["metrics"])
     losses = [r["loss"] for r in read_log(summary["log_path"]) if r.get("loss") is not None]
-    best = summary["best_step"]  # None when nothing is selected (train.metric_for_best=null): the last weights
-    metrics.update(last_step=int(summary["last_step"]), selected_step=None if best is None else int(best),
+    selected = summary["best_step"] if summary["best_step"] is not None else summary["last_step"]  # none: the last
+    metrics.update(last_step=int(summary["last_step"]), selected_step=int(selected),
                    final_train_loss=_finite(losses[-1]) if losses else None)
     if run.setting.metrics_hook:
         metrics.update(getattr(load_hook(run.spec.hook), run.setting.metrics_hook)(run, summary))
