@@ -223,19 +223,6 @@ def _scl_noise(m, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-def _reclaim(m, store: harness.RecordStore) -> list[Item]:
-    args = m.build_parser().parse_args([])
-    found = [*m.table1_comparisons(store, args), *m.ablation_comparisons(store, args),
-             *m.semi_comparisons(store, args)]
-    items = []
-    for _, c in found:
-        task = c.treatment.split("/")[0]
-        kind = "f1" if task == "mrpc" else "accuracy"
-        items.append((f"{c.treatment} − {c.baseline}", c,
-                      [(c.treatment, "metric", task, kind), (c.baseline, "metric", task, kind)], None))
-    return items
-
-
 def _capt(m, store: harness.RecordStore) -> list[Item]:
     items = []
     for treatment, baseline, _claim, _where in m.COMPARISONS:
@@ -284,7 +271,7 @@ def _spec(experiment, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-ADAPTERS = {"scl_few_shot": _scl_few_shot, "scl_noise": _scl_noise, "reclaim": _reclaim, "capt": _capt,
+ADAPTERS = {"scl_few_shot": _scl_few_shot, "scl_noise": _scl_noise, "capt": _capt,
             "gd_losses": _gd_losses, "multitask": _multitask}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "scl_noise": "", "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
