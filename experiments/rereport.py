@@ -1,11 +1,11 @@
 """The existing records (docs/results/*.json) under the statistics of issue 25 (experiments/significance.py).
 
-Reads the declared primaries (experiments/primaries.yaml) and every comparison the seven scripts report, and
-recomputes each from the paired values in the records: n, Δ, 95 % t-interval, t-test p, sign-flip permutation p;
-for the primaries also the Holm-adjusted p over the seven, the floor check and the verdict; for the others
-(exploratory) no verdict word. No run is made and no script is changed: the scripts' own readers of their arms
-(SCL's λ tuned per draw, SimCSE's "before", CAPT's task average) are used so that the pairs are the ones their
-pages report. ``section(results_dir)`` is the markdown that experiments/results_page.py puts into RESULTS.md.
+Reads the declared primaries (experiments/primaries.yaml) and every comparison the seven specs declare
+(experiments/specs/), and recomputes each from the paired values in the records: n, Δ, 95 % t-interval, t-test p,
+sign-flip permutation p; for the primaries also the Holm-adjusted p over the seven, the floor check and the
+verdict; for the others (exploratory) no verdict word. No run is made: the runner's reader of the arms (with each
+spec's values hook: SCL's λ tuned per draw, SimCSE's "before", CAPT's task average) gives the pairs the pages
+report. ``section(results_dir)`` is the markdown that experiments/results_page.py puts into RESULTS.md.
 
     python experiments/rereport.py            # print the section
 """
@@ -80,26 +80,18 @@ def load_primaries(path: Path = PRIMARIES) -> tuple[dict[str, sig.Floor], list[d
     return floors, primaries
 
 
-def spec_of(name: str):
-    """The experiment's spec when it is one of experiments/run.py's (None for a script of its own)."""
-    import spec as specs
-
-    return specs.load_spec(name) if (specs.SPECS_DIR / f"{name}.yaml").exists() else None
-
-
 def load(name: str):
-    """The spec of a runner experiment, else the script's module."""
-    return spec_of(name) or harness.load_experiment(name)
-
-
-def reader(name: str, module, store: harness.RecordStore) -> Values:
-    """``values(setting, key)`` as the experiment's own page reads its arms (a spec's: experiments/run.py's)."""
-    import run
+    """The experiment's spec (experiments/specs/<name>.yaml)."""
     import spec as specs
 
-    if isinstance(module, specs.Spec):
-        return run.values_reader(module, store)
-    return store.values
+    return specs.load_spec(name)
+
+
+def reader(name: str, experiment, store: harness.RecordStore) -> Values:
+    """``values(setting, key)`` as the experiment's own page reads its arms (experiments/run.py's reader)."""
+    import run
+
+    return run.values_reader(experiment, store)
 
 
 def old_verdict(comparison_low: float, comparison_high: float, direction: int, n: int) -> str:
@@ -180,30 +172,13 @@ def _primary_p(row: Row) -> float:
 
 
 # ----------------------------------------------------------------------------------------- exploratory
-# Each adapter returns (label, comparison, floor checks, TOST margin or None) for every comparison its script's
-# page reports; the primary is taken out afterwards.
 
 Item = tuple[str, harness.Comparison, list[FloorCheck], float | None]
 
 
-def _reclaim(m, store: harness.RecordStore) -> list[Item]:
-    args = m.build_parser().parse_args([])
-    found = [*m.table1_comparisons(store, args), *m.ablation_comparisons(store, args),
-             *m.semi_comparisons(store, args)]
-    items = []
-    for _, c in found:
-        task = c.treatment.split("/")[0]
-        kind = "f1" if task == "mrpc" else "accuracy"
-        items.append((f"{c.treatment} − {c.baseline}", c,
-                      [(c.treatment, "metric", task, kind), (c.baseline, "metric", task, kind)], None))
-    return items
-
-
-    return items
-
-
-def _spec(experiment, store: harness.RecordStore) -> list[Item]:
-    """A runner experiment's declared comparisons (experiments/run.py), with its TOST margins."""
+def declared_items(experiment, store: harness.RecordStore) -> list[Item]:
+    """(label, comparison, floor checks, TOST margin or None) of every comparison the spec declares
+    (experiments/run.py); the primary is taken out afterwards."""
     import run
 
     values = run.values_reader(experiment, store)
@@ -216,13 +191,12 @@ def _spec(experiment, store: harness.RecordStore) -> list[Item]:
     return items
 
 
-ADAPTERS = {"reclaim": _reclaim}
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 
 
 def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str, sig.Floor] | None = None) -> list[Row]:
-    """Every comparison the scripts report except the declared primaries, recomputed (no verdict word);
+    """Every comparison the specs declare except the primaries, recomputed (no verdict word);
     ``floors``: the task floors (those of primaries.yaml when None)."""
     floors = load_primaries()[0] if floors is None else floors
     taken = {(p["experiment"], p["treatment"], p["baseline"], p["metric"]) for p in primaries}
@@ -234,8 +208,7 @@ def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str,
         store = harness.RecordStore(name, results_dir)
         values = reader(name, module, store)
         seen = set()
-        adapter = _spec if spec_of(name) else ADAPTERS[name]  # a runner experiment: its spec's comparisons
-        for label, c, checks, margin in adapter(module, store):
+        for label, c, checks, margin in declared_items(module, store):
             key = (name, c.treatment, c.baseline, c.key)
             if key in taken or key in seen:
                 continue
