@@ -101,11 +101,19 @@ def sizes_of(experiment: specs.Spec, args: argparse.Namespace) -> dict:
 
 def plan(experiment: specs.Spec, args: argparse.Namespace) -> list[Run]:
     sizes, runs_dir = sizes_of(experiment, args), Path(args.runs)
-    fixed = [Run(experiment, s, p, seed, sizes, runs_dir) for s in experiment.settings if s.seeds is not None
+    fixed = [Run(experiment, s, p, seed, sizes, runs_dir) for s in experiment.settings if isinstance(s.seeds, list)
              for p in s.points() for seed in s.seeds]
-    seeded = [Run(experiment, s, p, seed, sizes, runs_dir) for seed in args.seeds for s in experiment.settings
-              if s.seeds is None for p in s.points()]
-    return fixed + seeded
+    seeded = [s for s in experiment.settings if not isinstance(s.seeds, list)]
+    order = list(dict.fromkeys(seed for s in seeded for seed in seeds_of(s, args)))
+    return fixed + [Run(experiment, s, p, seed, sizes, runs_dir) for seed in order for s in seeded
+                     if seed in seeds_of(s, args) for p in s.points()]
+
+
+def seeds_of(setting: specs.Setting, args: argparse.Namespace) -> list[int]:
+    """A setting's seeds: its own list, a size's (``seeds: primary_seeds``), or the experiment's ``--seeds``."""
+    if isinstance(setting.seeds, list):
+        return setting.seeds
+    return list(getattr(args, setting.seeds) if setting.seeds else args.seeds)
 
 
 def mismatched(store: harness.RecordStore, runs: list[Run]) -> list[str]:
@@ -240,7 +248,7 @@ def values_reader(experiment: specs.Spec, store: harness.RecordStore) -> Callabl
     """``values(setting, key) -> {seed: value}``: a setting that ``stands_for_every_seed`` gives its one value for
     every seed the other settings were run with."""
     standing = {r["setting"] for r in store.records for s in experiment.settings if s.stands_for_every_seed
-                and r["seed"] in (s.seeds or []) and _matches(s, r["setting"])}
+                and isinstance(s.seeds, list) and r["seed"] in s.seeds and _matches(s, r["setting"])}
     seeds = sorted({r["seed"] for r in store.records if r["setting"] not in standing})
 
     def values(setting: str, key: str) -> dict[int, float]:

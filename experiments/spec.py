@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import jinja2
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 SPECS_DIR = Path(__file__).resolve().parent / "specs"
 TEMPLATES = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -74,7 +74,7 @@ class Setting(_Strict):
     name: str
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     recipe: str
-    seeds: list[int] | None = None  # None: the experiment's --seeds
+    seeds: list[int] | str | None = None  # None: the experiment's --seeds; a name: that size's seeds (ints)
     stands_for_every_seed: bool = False  # a deterministic run (an evaluation): its one value pairs with every seed
     run: str = "train"  # "train" (a recipe run) or the name of a hook function run(context) -> metrics
     set: list[str] = Field(default_factory=list)
@@ -133,6 +133,15 @@ class Spec(_Strict):
     comparisons: list[ComparisonSpec] = Field(default_factory=list)
     plots: list[Plot] = Field(default_factory=list)
     summary_numbers: str  # the README row's numbers: a template over the page's context
+
+    @model_validator(mode="after")
+    def _seed_sizes(self):
+        """A setting's ``seeds`` given as a name must name a size of seeds."""
+        for index, setting in enumerate(self.settings):
+            if isinstance(setting.seeds, str) and (setting.seeds not in self.sizes
+                                                   or self.sizes[setting.seeds].kind() != "ints"):
+                raise ValueError(f"settings.{index}.seeds: {setting.seeds!r} is not a size of type ints")
+        return self
 
     @field_validator("sizes", mode="before")
     @classmethod
