@@ -2,29 +2,30 @@
 :class:`~contrastext.data.batch_samplers.NoDuplicatesBatchSampler`, in a few bytes a row.
 
 The in-memory sampler turns every row into a tuple of text ids (~100 bytes of Python a row: ~10 GB at 100M
-rows). Here the texts are the store's 64-bit hashes (equal texts, equal hashes: the batches are the in-memory ones,
-tested; two different texts sharing a hash, p ≈ n²/2⁶⁵, would only be kept apart) and only the rows that can
-collide are looked at one by one:
+rows). Here the texts are the store's 64-bit hashes (equal texts, equal hashes: the batches are the in-memory
+ones, tested; two different texts sharing a hash, p ≈ n²/2⁶⁵, would only be kept apart), and only the rows that
+can collide are looked at one by one:
 
-- :func:`shared_texts` finds, once, the texts that appear in more than one row (a row's texts are a set, as in the
-  in-memory sampler): the hash column is read in chunks from its file (not mapped: its pages stay out of the
-  process), split by the hashes' top bits into partitions of at most :data:`PARTITION_BYTES`, each sorted in
-  place. The rows holding such a text are the *shared rows*: their indices, their texts' ids (``-1``: a text of
-  this row only) and their key (the most frequent of their texts, the in-memory sampler's grouping), plus one bit
-  a row saying which rows they are.
-- a row of no shared text never collides: the walk of a pass (:func:`walk`) takes every such row it meets, so it
-  jumps over runs of them in one step and visits only the shared rows, with the in-memory sampler's walk (the
-  deferred rows in groups by key, in a heap); the epoch's batches are recorded as slices of the permutation (first
-  and last position, the deferred rows taken first, the positions set aside) and cut when asked for
-  (:class:`NoDuplicatesBatches`).
+- :func:`shared_texts` finds, once, the texts found in more than one row (a row's texts are a set, as in the
+  in-memory sampler). The hash column is read in chunks from its file (not mapped: its pages stay out of the
+  process); up to :data:`PARTITION_BYTES` of hashes are sorted in memory; more are spilled, each chunk sorted,
+  into files by their top bits (a temporary folder, 8 bytes a hash on disk for a moment), each file then sorted
+  alone. One more read finds the *shared rows*, those holding such a text (a table of the shared hashes' top
+  bits skips most cells at once): their indices, their texts' ids (``-1``: a text no other row has), their key
+  (the most frequent of their texts: the in-memory sampler's groups) and one bit a row marking them.
+- a row without a shared text never collides, so the walk of a pass (:func:`walk`) takes the runs of such rows
+  whole, by arithmetic, and visits only the shared rows, with the in-memory sampler's walk (the deferred rows in
+  groups by key, in a heap). A pass is recorded as slices of its permutation (each batch's first and last
+  position, the deferred rows it takes first, the positions it sets aside: :class:`PassRecord`), and a batch is
+  cut when asked for (:class:`NoDuplicatesBatches`).
 
-Memory: the epoch's permutation (int32, 4 bytes a row, as the other column samplers), one bit a row, ~32 bytes a
-batch, and per shared row ~8 + 4 × columns bytes while the pass holds it; at most one partition of hashes while the
-shared texts are found (freed before the first epoch). Time: reading and sorting the hashes once, then per epoch
-the permutation and one vectorised pass over it; the Python walk is linear in the shared rows (and their deferrals)
-and in the batches that have a deferred row waiting. A pass is built whole when the epoch is first asked for: its
-length is the trainer's ``len(batches)``, which depends on the whole walk (the short last walks of a pass, the
-resample passes of ``drop_last``), so it cannot be known before the walk ends.
+Memory: the epoch's permutation (int32, 4 bytes a row, as the other column samplers), 1.1 bits a row, ~32 bytes
+a batch, and per shared row ~16 + 4 × columns bytes (and a Python int while it waits, deferred); while the shared
+texts are found, one partition of hashes (a text in many rows adds its copies to its partition), freed before the
+first epoch. Time: the hashes read three times and sorted once, then per epoch the permutation, one vectorised
+look at it, and a Python walk linear in the shared rows and their deferrals. The pass is walked whole when its
+epoch is first asked for: its length (the trainer's ``len(batches)``) depends on the whole walk (the short walks at
+the end of a pass, ``drop_last``'s resample passes), and the walk costs little where few rows share a text.
 
 The rest is the in-memory sampler's, to the batch: epoch ``e`` seeds a ``torch.Generator`` with ``seed + e``, one
 pass is a ``torch.randperm`` (int32 where it fits), ``drop_last`` drops a walk's short batch and draws up to
@@ -42,10 +43,12 @@ from __future__ import annotations
 
 import heapq
 import operator
+import tempfile
 from array import array
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -56,8 +59,15 @@ CHUNK_ROWS = 1 << 20
 """Rows read, or positions of the permutation looked at, at a time."""
 
 PARTITION_BYTES = 256 << 20
-"""The most hash bytes sorted at once while the shared texts are found (a text in many rows adds its copies to
-its partition)."""
+"""The most hash bytes sorted at once while the shared texts are found (more are spilled into partitions of about
+this size; a text in many rows adds its copies to its partition)."""
+
+BLOCK_SHIFT = 6
+""":meth:`SharedTexts.positions` first looks at blocks of ``2**BLOCK_SHIFT`` rows (a table of n / 64 bytes)."""
+
+FILTER_BITS = 24
+"""The most top bits of the hashes in :func:`_filter`'s table (16 MiB), with which the scan for the shared rows
+skips most cells at once."""
 
 
 def hash_chunks(hashes: np.ndarray, rows: int | None = None):
@@ -105,71 +115,123 @@ class SharedTexts:
 
     def positions(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The positions in ``order`` (a permutation of the rows) of the shared rows, ascending, and each one's
-        index in :attr:`rows`."""
+        index in :attr:`rows`. A first look at each position asks whether its block of ``2**BLOCK_SHIFT`` rows
+        holds a shared row (a table small enough to stay in the processor's cache), the bits only for those."""
+        index_type = self.rows.dtype
         if len(self.rows) == 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+            return np.empty(0, dtype=index_type), np.empty(0, dtype=index_type)
+        blocks = np.zeros((len(self.bits) * 8 >> BLOCK_SHIFT) + 1, dtype=bool)
+        blocks[self.rows >> BLOCK_SHIFT] = True
         positions, indices = [], []
         for start in range(0, len(order), CHUNK_ROWS):
-            rows = order[start : start + CHUNK_ROWS].astype(np.int64)
-            hit = ((self.bits[rows >> 3] >> (rows & 7).astype(np.uint8)) & 1).astype(bool)
-            positions.append(np.flatnonzero(hit) + start)
-            indices.append(np.searchsorted(self.rows, rows[hit]))
+            rows = order[start : start + CHUNK_ROWS]
+            maybe = np.flatnonzero(blocks[rows >> BLOCK_SHIFT])
+            candidates = rows[maybe]
+            hit = ((self.bits[candidates >> 3] >> (candidates & 7).astype(np.uint8)) & 1).astype(bool)
+            positions.append((maybe[hit] + start).astype(index_type))
+            indices.append(np.searchsorted(self.rows, candidates[hit]).astype(index_type))
         return np.concatenate(positions), np.concatenate(indices)
 
 
-def _partition_duplicates(hashes: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """The values found more than once among the first-in-row cells, and their counts, one partition of the top
-    ``bits`` bits at a time (ascending)."""
-    found, counts = [], []
-    shift = np.uint64(64 - bits) if bits else None
-    for part in range(1 << bits):
-        pieces = []
+def _sorted_cells(chunk: np.ndarray) -> np.ndarray:
+    """A chunk's first-in-row cells (a row's texts are a set), sorted."""
+    return np.sort(chunk[first_in_row(chunk)])
+
+
+def _duplicates(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values of ``values`` (sorted in place) found more than once, and how often."""
+    values.sort()
+    repeated = values[1:][values[1:] == values[:-1]]
+    unique, extra = np.unique(repeated, return_counts=True)
+    return unique, extra + 1
+
+
+def _partition_duplicates(hashes: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hashes found in more than one row, sorted, and their (capped) counts. Up to ``budget`` cells are
+    sorted in memory; more are first spilled, each chunk sorted, into ``2**bits`` files by their top bits (a
+    temporary folder: 8 bytes a cell on disk for a moment), then each file is read and sorted alone."""
+    n, columns = hashes.shape
+    if n * columns <= budget:
+        values = np.empty(n * columns, dtype=np.uint64)
+        filled = 0
         for _, chunk in hash_chunks(hashes):
-            keep = first_in_row(chunk)
-            if shift is not None:
-                keep &= (chunk >> shift) == np.uint64(part)
-            pieces.append(chunk[keep])
-        values = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
-        del pieces
-        values.sort()
-        repeated = values[1:][values[1:] == values[:-1]]
-        del values
-        unique, extra = np.unique(repeated, return_counts=True)
-        found.append(unique)
-        counts.append(extra + 1)
-    return np.concatenate(found), np.concatenate(counts).astype(np.int64)
+            cells = _sorted_cells(chunk)
+            values[filled : filled + len(cells)] = cells
+            filled += len(cells)
+        return _duplicates(values[:filled])
+    bits = 1
+    while (n * columns) >> bits > budget:
+        bits += 1
+    bounds = np.arange(1, 1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
+    found, counts = [], []
+    with tempfile.TemporaryDirectory(prefix="contrastext-no-duplicates-") as folder:
+        paths = [Path(folder) / f"part-{part}.uint64" for part in range(1 << bits)]
+        handles = [path.open("wb") for path in paths]
+        try:
+            for _, chunk in hash_chunks(hashes):
+                cells = _sorted_cells(chunk)
+                for handle, piece in zip(handles, np.split(cells, np.searchsorted(cells, bounds)), strict=True):
+                    piece.tofile(handle)
+        finally:
+            for handle in handles:
+                handle.close()
+        for path in paths:
+            values = np.fromfile(path, dtype=np.uint64)
+            path.unlink()
+            unique, count = _duplicates(values)
+            del values
+            found.append(unique)
+            counts.append(count)
+    return np.concatenate(found), np.concatenate(counts)
+
+
+def _filter(shared: np.ndarray) -> tuple[np.ndarray, np.uint64]:
+    """A table of bytes, one per value of the hashes' top bits, set where a shared text has them: ~64 slots a
+    shared text, from 2**10 up to 2**:data:`FILTER_BITS` (small tables stay in the processor's cache)."""
+    bits = min(max(10, int(len(shared) * 64).bit_length()), FILTER_BITS)
+    table = np.zeros(1 << bits, dtype=bool)
+    shift = np.uint64(64 - bits)
+    table[(shared >> shift).astype(np.intp)] = True
+    return table, shift
+
+
+def _any(cells: np.ndarray) -> np.ndarray:
+    """``cells.any(axis=1)`` for a few columns, a column at a time (faster than the reduction)."""
+    found = cells[:, 0].copy()
+    for column in range(1, cells.shape[1]):
+        found |= cells[:, column]
+    return found
 
 
 def shared_texts(hashes: np.ndarray, partition_bytes: int | None = None) -> SharedTexts:
     """The texts of more than one row of ``hashes`` (n × columns uint64) and those rows (module docstring)."""
     n, columns = hashes.shape
-    partition_bytes = partition_bytes or PARTITION_BYTES
-    bits = 0
-    while (n * columns * 8) >> bits > partition_bytes and bits < 16:
-        bits += 1
-    shared, counts = _partition_duplicates(hashes, bits)
+    shared, counts = _partition_duplicates(hashes, (partition_bytes or PARTITION_BYTES) // 8)
+    index_type = np.int32 if n <= np.iinfo(np.int32).max else np.int64
     rows, ids, keys = [], [], []
     mask = np.zeros((n + 7) // 8, dtype=np.uint8)
-    chunk_rows = CHUNK_ROWS - CHUNK_ROWS % 8
-    for start, chunk in hash_chunks(hashes, chunk_rows):
-        if len(shared):
-            index = np.minimum(np.searchsorted(shared, chunk), len(shared) - 1)
-            hit = (shared[index] == chunk) & first_in_row(chunk)
-        else:
-            index, hit = np.zeros(chunk.shape, dtype=np.int64), np.zeros(chunk.shape, dtype=bool)
-        holds = hit.any(axis=1)
-        mask[start // 8 : start // 8 + (len(chunk) + 7) // 8] = np.packbits(holds, bitorder="little")
+    table, shift = _filter(shared)
+    for start, chunk in hash_chunks(hashes) if len(shared) else ():
+        candidates = np.flatnonzero(_any(table[(chunk >> shift).astype(np.intp)]))
+        if not len(candidates):
+            continue
+        cells = chunk[candidates]
+        index = np.minimum(np.searchsorted(shared, cells), len(shared) - 1)
+        hit = (shared[index] == cells) & first_in_row(cells)
+        holds = _any(hit)
         if not holds.any():
             continue
         index, hit = index[holds], hit[holds]
+        found = candidates[holds] + start
+        np.bitwise_or.at(mask, found >> 3, np.left_shift(1, found & 7).astype(np.uint8))
         text_ids = np.where(hit, index, -1).astype(np.int32)
         frequency = np.where(hit, counts[index], 0)
         keys.append(text_ids[np.arange(len(text_ids)), np.argmax(frequency, axis=1)])
-        rows.append(np.flatnonzero(holds) + start)
+        rows.append(found.astype(index_type))
         ids.append(text_ids)
     return SharedTexts(
         hashes=shared, counts=counts,
-        rows=np.concatenate(rows) if rows else np.empty(0, dtype=np.int64),
+        rows=np.concatenate(rows) if rows else np.empty(0, dtype=index_type),
         ids=np.concatenate(ids) if ids else np.empty((0, columns), dtype=np.int32),
         keys=np.concatenate(keys) if keys else np.empty(0, dtype=np.int32),
         bits=mask,
@@ -217,7 +279,7 @@ def walk(order: np.ndarray, shared: SharedTexts, batch_size: int, drop_last: boo
     n, size = len(order), batch_size
     positions_array, indices_array = shared.positions(order)
     positions, indices = memoryview(positions_array), memoryview(indices_array)
-    rows_of, keys = memoryview(shared.rows.astype(np.int64)), memoryview(shared.keys)
+    rows_of, keys = memoryview(shared.rows), memoryview(shared.keys)
     columns = shared.ids.shape[1]
     ids = memoryview(np.ascontiguousarray(shared.ids).reshape(-1))
     count_shared = len(positions)

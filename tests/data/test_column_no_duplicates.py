@@ -121,3 +121,24 @@ def test_bad_arguments_are_refused():
         ColumnNoDuplicatesBatchSampler(np.zeros((3, 2), dtype=np.uint64), 0, seed=0)
     with pytest.raises(ValueError, match="non-negative"):
         ColumnNoDuplicatesBatchSampler(np.zeros((3, 2), dtype=np.uint64), 2, seed=-1)
+
+
+def test_spilled_partitions_count_the_rows_of_each_text(monkeypatch):
+    """Read 16 rows at a time and spilled into partitions of 40 hashes, the counts are the rows' (a text counted
+    once a row): a frequent text is the key of its rows, as the in-memory sampler groups them."""
+    monkeypatch.setattr(column_no_duplicates, "CHUNK_ROWS", 16)
+    monkeypatch.setattr(column_no_duplicates, "PARTITION_BYTES", 320)
+    rows = rows_with_duplicates(400, 3, 150, seed=5, hot=0.1, twins=0.1)
+    values = hashes_of(rows)
+    shared = shared_texts(values)
+    counts: dict[int, int] = {}
+    for row in values.tolist():
+        for text in set(row):
+            counts[text] = counts.get(text, 0) + 1
+    expected = sorted((text, count) for text, count in counts.items() if count > 1)
+    assert list(zip(shared.hashes.tolist(), shared.counts.tolist(), strict=True)) == expected
+    hot = {text for text, count in counts.items() if count > 30}
+    assert len(hot) == 3
+    for row, key in zip(shared.rows.tolist(), shared.keys.tolist(), strict=True):
+        if hot & set(values[row].tolist()):
+            assert int(shared.hashes[key]) in hot
