@@ -4,6 +4,7 @@ Usage::
 
     python bench/data_scale.py [--sizes 1_000_000,10_000_000,100_000_000] [--memory-max 1_000_000]
                                [--batch-size 64] [--steps 2] [--model NAME] [--workdir DIR] [--timeout 3600]
+                               [--arms memory,columns-first,columns-cached,no-duplicates]
                                [--output BENCHMARKS.md] [--section-suffix TEXT] [--quick]
 
 For each size a pair file (``anchor,positive`` CSV) of short random sentences is generated (3 to 8 pseudo-words
@@ -17,7 +18,12 @@ run in the worker (no evaluation, the model saved at the end):
 - **columns, first run**: ``--set data.storage=columns``: the file converted (streaming) into a column store in
   the cache folder (``$CONTRASTEXT_CACHE``), the duplicate-positive check on the hashes (up to 20M rows),
   ``ColumnRandomBatchSampler``, each batch's rows read from the store;
-- **columns, cached**: the same again, the store opened from the cache.
+- **columns, cached**: the same again, the store opened from the cache;
+- **columns, cached, no_duplicates**: the same with ``--set data.batch_sampler=no_duplicates``
+  (``ColumnNoDuplicatesBatchSampler``: the texts shared by two rows found on the hash column, the walk over those
+  rows only).
+
+``--arms`` runs some of them (the cached ones need ``columns-first``, which converts the file).
 
 Measured in each worker: the seconds from its start (torch and contrastext not yet imported) to the training
 data being loaded (``load_training_data`` returning) and to the first step's log record, and its peak resident set (``VmHWM``) at the end. The model
@@ -47,9 +53,11 @@ import markdown_block  # noqa: E402
 
 SCRIPT = "data_scale.py"
 SECTION = "## Training data at scale: in memory vs a memory-mapped column store"
-ARMS = ("memory", "columns-first", "columns-cached")
+ARMS = ("memory", "columns-first", "columns-cached", "no-duplicates")
 ARM_NAMES = {"memory": "in memory (today)", "columns-first": "columns, first run (converts)",
-             "columns-cached": "columns, cached"}
+             "columns-cached": "columns, cached", "no-duplicates": "columns, cached, no_duplicates"}
+ARM_SETS = {"no-duplicates": ["data.batch_sampler=no_duplicates"]}
+"""Settings an arm adds to the run's."""
 BASELINE_ROWS = 1000
 GENERATE_CHUNK = 100_000
 STORE_BYTES_PER_ROW = 48
@@ -119,7 +127,7 @@ def worker(args: argparse.Namespace) -> int:
     sets = [f"data.path={args.file}", f"data.storage={storage}", f"model={args.model}", "train.epochs=null",
             f"train.max_steps={args.steps}", f"train.batch_size={args.batch_size}", "eval.tasks=[]",
             "train.metric_for_best=null", "train.save_every=null", "train.log_every=1", "train.progress_bar=false",
-            "train.report_to=none", f"seed={SEED}"]
+            "train.report_to=none", f"seed={SEED}", *ARM_SETS.get(args.worker, [])]
     try:
         contrastext_main(["train", "mnrl", "--output", str(output), *[part for key in sets for part in ("--set", key)]])
         code = 0
@@ -168,7 +176,7 @@ def measure(args: argparse.Namespace) -> tuple[dict, dict[int, dict], str | None
             started = time.perf_counter()
             generate(file, size)
             entry: dict = {"generate": time.perf_counter() - started, "csv_gib": file.stat().st_size / 2**30}
-            for arm in ARMS:
+            for arm in args.arms:
                 if arm == "memory" and size > args.memory_max:
                     continue
                 entry[arm] = run_arm(args, arm, file, folder)
@@ -234,6 +242,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, default=None, help="where the temporary folder goes")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds an arm may run (default 3600)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--arms", type=lambda text: [part for part in text.split(",") if part], default=list(ARMS),
+                        help=f"comma-separated arms to run (default all, in this order: {','.join(ARMS)})")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="smoke run: 3,000 rows, one step of 16")
     markdown_block.add_suffix_option(parser)
@@ -245,6 +255,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.sizes, args.steps, args.batch_size = [3000], 1, 16
     if not args.sizes or min(args.sizes) < args.batch_size * args.steps or args.batch_size < 1 or args.steps < 1:
         parser.error("need sizes of at least --batch-size × --steps rows, --batch-size >= 1 and --steps >= 1")
+    unknown = [arm for arm in args.arms if arm not in ARMS]
+    if unknown or not args.arms:
+        parser.error(f"--arms: unknown arm(s) {','.join(unknown) or '(none given)'}; known: {','.join(ARMS)}")
+    if "columns-first" not in args.arms and {"columns-cached", "no-duplicates"} & set(args.arms):
+        parser.error("--arms: columns-cached and no-duplicates open the store that columns-first converts: "
+                     "add columns-first")
+    args.arms = [arm for arm in ARMS if arm in args.arms]
     args.argv = argv
     return args
 

@@ -25,10 +25,11 @@ def test_the_generated_file_is_deterministic(bench, tmp_path):
     assert all(3 <= len(field.split()) <= 8 for line in text.splitlines()[1:] for field in line.split(","))
 
 
-def test_a_worker_trains_a_step_on_the_column_store(bench, tmp_path, tiny_bert_path):
+@pytest.mark.parametrize("arm", ["columns-first", "no-duplicates"])
+def test_a_worker_trains_a_step_on_the_column_store(bench, tmp_path, tiny_bert_path, arm):
     bench.generate(tmp_path / "pairs.csv", 200)
     result = tmp_path / "result.json"
-    code = bench.main(["--worker", "columns-first", "--result", str(result), "--file", str(tmp_path / "pairs.csv"),
+    code = bench.main(["--worker", arm, "--result", str(result), "--file", str(tmp_path / "pairs.csv"),
                        "--cache", str(tmp_path / "cache"), "--batch-size", "8", "--steps", "1", "--model",
                        tiny_bert_path])
     measured = json.loads(result.read_text())
@@ -55,5 +56,17 @@ def test_a_quick_run_writes_its_block(bench, tmp_path, monkeypatch):
     begin, end = bench.markdown_block.markers(bench.SCRIPT)
     assert "kept" in text and begin in text and end in text
     rows = [line for line in text.splitlines() if line.startswith("| 3,000 |")]
-    assert len(rows) == 3 and "every size asked for ran" in text
+    assert len(rows) == len(bench.ARMS) and "every size asked for ran" in text
+    assert "| columns, cached, no_duplicates |" in rows[-1]
     assert list(work.iterdir()) == []
+
+
+def test_arms_can_be_chosen_and_cached_ones_need_the_conversion(bench, capsys):
+    args = bench.parse_args(["--quick", "--arms", "no-duplicates,columns-first"])
+    assert args.arms == ["columns-first", "no-duplicates"]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--arms", "no-duplicates"])
+    assert "add columns-first" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--arms", "columns-first,sorted"])
+    assert "unknown arm(s) sorted" in capsys.readouterr().err
