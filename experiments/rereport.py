@@ -1,7 +1,7 @@
 """The existing records (docs/results/*.json) under the statistics of issue 25 (experiments/significance.py).
 
-Reads the declared primaries (experiments/primaries.yaml) and every comparison the seven specs declare
-(experiments/specs/), and recomputes each from the paired values in the records: n, Δ, 95 % t-interval, t-test p,
+Reads each of the seven specs' declared primary and comparisons (experiments/specs/<name>.yaml) and the tasks'
+floors (experiments/floors.yaml), and recomputes each from the paired values in the records: n, Δ, 95 % t-interval, t-test p,
 sign-flip permutation p; for the primaries also the Holm-adjusted p over the seven, the floor check and the
 verdict; for the others (exploratory) no verdict word. No run is made: the runner's reader of the arms (with each
 spec's values hook: SCL's λ tuned per draw, SimCSE's "before", CAPT's task average) gives the pairs the pages
@@ -25,17 +25,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import significance as sig  # noqa: E402
 
-PRIMARIES = Path(__file__).resolve().parent / "primaries.yaml"
+FLOORS = Path(__file__).resolve().parent / "floors.yaml"
 EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse")
-PRIMARY_KEYS = ("experiment", "claim", "treatment", "baseline", "metric", "direction", "test", "floors", "reason")
-TESTS = ("paired-t+permutation", "tost")
+"""The seven papers' experiments: each spec declares its ``primary:`` (experiments/spec.py ``Primary``)."""
 
 Values = Callable[[str, str], dict[int, float]]
 FloorCheck = tuple[str, str, str, str]  # (setting, metrics key, task, "accuracy" | "f1")
 
 
 class ConfigError(ValueError):
-    """A primaries file that does not declare what the re-report needs."""
+    """A floors file or a primary that does not declare what the re-report needs."""
 
 
 @dataclass
@@ -54,29 +53,32 @@ class Row:
     note: str = ""
 
 
-def load_primaries(path: Path = PRIMARIES) -> tuple[dict[str, sig.Floor], list[dict]]:
-    """The task floors and the primaries of ``path``, checked (one ConfigError naming the key)."""
+def load_floors(path: Path = FLOORS) -> dict[str, sig.Floor]:
+    """The tasks' floors (experiments/floors.yaml)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    floors = {task: sig.Floor(**values) for task, values in (data.get("floors") or {}).items()}
-    primaries = data.get("primaries") or []
-    for index, primary in enumerate(primaries):
-        where = f"{path.name}: primaries[{index}]"
-        for key in PRIMARY_KEYS:
-            if key not in primary:
-                raise ConfigError(f"error: {where}.{key} is missing")
-        if primary["experiment"] not in EXPERIMENTS:
-            raise ConfigError(f"error: {where}.experiment {primary['experiment']!r} is none of {', '.join(EXPERIMENTS)}")
-        if primary["test"] not in TESTS:
-            raise ConfigError(f"error: {where}.test {primary['test']!r} is none of {', '.join(TESTS)}")
-        if primary["test"] == "tost" and not primary.get("margin"):
-            raise ConfigError(f"error: {where}.margin is needed by test: tost")
-        if primary["direction"] not in (1, -1):
-            raise ConfigError(f"error: {where}.direction must be 1 or -1")
-        for check in primary["floors"]:
-            if check.get("task") not in floors:
-                raise ConfigError(f"error: {where}.floors names task {check.get('task')!r}, not under floors:")
-    if len({p["experiment"] for p in primaries}) != len(primaries):
-        raise ConfigError(f"error: {path.name}: primaries: more than one for an experiment")
+    try:
+        return {task: sig.Floor(**values) for task, values in data.items()}
+    except TypeError as error:
+        raise ConfigError(f"error: {path.name}: {error}") from None
+
+
+def load_primaries(floors_path: Path = FLOORS, experiments: tuple[str, ...] = EXPERIMENTS
+                   ) -> tuple[dict[str, sig.Floor], list[dict]]:
+    """The task floors and each experiment's declared primary (``{"experiment": name, **spec.primary}``), checked:
+    every experiment has one and its floors name known tasks (one ConfigError naming the spec and the key)."""
+    import spec as specs
+
+    floors = load_floors(floors_path)
+    primaries = []
+    for name in experiments:
+        declared = specs.load_spec(name).primary
+        where = f"experiments/specs/{name}.yaml"
+        if declared is None:
+            raise ConfigError(f"error: {where}: primary is missing (each of the seven papers declares one)")
+        for index, check in enumerate(declared.floors):
+            if check.task not in floors:
+                raise ConfigError(f"error: {where}: primary.floors.{index}.task {check.task!r} is not in {floors_path.name}")
+        primaries.append({"experiment": name, **declared.model_dump(exclude_none=True)})
     return floors, primaries
 
 
@@ -134,7 +136,7 @@ def row_of(name: str, label: str, comparison: harness.Comparison, floor: str | N
 # ------------------------------------------------------------------------------------------- primaries
 
 
-def primary_rows(results_dir: Path, path: Path = PRIMARIES) -> list[tuple[dict, Row, float, str]]:
+def primary_rows(results_dir: Path, path: Path = FLOORS) -> list[tuple[dict, Row, float, str]]:
     """Each primary with its row, its Holm-adjusted p (over all seven; an untestable one counts as p = 1) and
     its verdict."""
     floors, primaries = load_primaries(path)
@@ -197,7 +199,7 @@ NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds"
 
 def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str, sig.Floor] | None = None) -> list[Row]:
     """Every comparison the specs declare except the primaries, recomputed (no verdict word);
-    ``floors``: the task floors (those of primaries.yaml when None)."""
+    ``floors``: the task floors (those of floors.yaml when None)."""
     floors = load_primaries()[0] if floors is None else floors
     taken = {(p["experiment"], p["treatment"], p["baseline"], p["metric"]) for p in primaries}
     rows = []
@@ -228,10 +230,11 @@ section uses (by seed or draw). For each pair it gives n, Δ = mean(treatment �
 vectors; the smallest possible p is 2/2^n: 0.25 at n = 3, 0.0625 at n = 5, 0.002 at n = 10). So with the 3 or 5
 seeds these records have, no primary can reach p < 0.05 even before Holm. Only the SCL few-shot draws (n = 10) can.
 
-**One primary per paper**, declared in
-[`experiments/primaries.yaml`](../experiments/primaries.yaml) (metric, direction, test, floors, reason). These
-primaries were declared **after** the records were made, so for these records the choice is post hoc. Each is the
-headline claim its script already reported, and the yaml says why. They bind every rerun.
+**One primary per paper**, declared in its spec's `primary:` block
+([`experiments/specs/<name>.yaml`](../experiments/specs); first committed in `experiments/primaries.yaml`, whose git
+history is part of the registration): metric, direction, test, floors, reason. These primaries were declared
+**after** the issue-12 records were made, so for those records the choice is post hoc. Each is the headline claim
+its script already reported, and the spec says why. They bind every rerun.
 
 How a primary gets its verdict:
 - Its p is the larger of the t-test and permutation p values: both tests must agree.
@@ -245,8 +248,8 @@ How a primary gets its verdict:
 
 Every other comparison is **exploratory**. It shows its interval and p values, but no verdict word. The "similar"
 claims show a TOST p at the margin given in its row. The column "old rule" applies the issue-12 rule to the same
-pairs: a 95 % percentile-bootstrap interval that excludes 0 in the paper's direction. The sections below still use
-it.
+pairs: a 95 % percentile-bootstrap interval that excludes 0 in the paper's direction, the rule the issue-12 pages
+used; the summary table and the sections below use the new rule.
 
 A two-level bootstrap (seeds × test items) is not given: the records keep each run's scores, not its per-item
 predictions, so it needs reruns that record them."""
@@ -325,18 +328,17 @@ def changes(found: list[tuple[dict, Row, float, str]], rows: list[Row]) -> str:
         lines += [f"  - {r.experiment} `{r.label}` ({r.metric}): t-interval {_interval(r)}"
                   f"{'; ' + r.note if r.note else ''}" for r in against]
     lines.append("")
-    lines.append("The verdict words in the summary table and in the sections below still follow the old rule "
-                 "until the scripts are refactored (issue 25, item 1). Where they differ from this section, this "
-                 "section holds.")
+    lines.append("The summary table and the sections below are rendered from the specs under this rule: each "
+                 "section's primary row carries the verdict above, every other row is exploratory.")
     return "\n".join(lines) + "\n"
 
 
-def section(results_dir: Path, path: Path = PRIMARIES) -> str:
+def section(results_dir: Path, path: Path = FLOORS) -> str:
     """The markdown section for RESULTS.md."""
     floors, _ = load_primaries(path)
     found = primary_rows(results_dir, path)
     rows = exploratory_rows(results_dir, [primary for primary, *_ in found], floors)
-    floor_line = "Floors used (points ×100, from primaries.yaml): " + "; ".join(
+    floor_line = "Floors used (points ×100, from experiments/floors.yaml): " + "; ".join(
         f"{task} " + ", ".join(part for part in (
             f"majority {floor.majority:g}" if floor.majority is not None else "",
             f"all-positive F1 {floor.all_positive_f1:g}" if floor.all_positive_f1 is not None else "") if part)

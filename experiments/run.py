@@ -279,7 +279,7 @@ def comparisons(experiment: specs.Spec, store: harness.RecordStore) -> list[tupl
 
 
 def primary_verdict(experiment: specs.Spec, results_dir: Path) -> tuple[dict, float, str] | None:
-    """The experiment's declared primary (experiments/primaries.yaml), its Holm p over the seven and its verdict."""
+    """The experiment's declared primary (its spec's ``primary:``), its Holm p over the seven and its verdict."""
     import rereport
 
     for primary, _row, p, word in rereport.primary_rows(results_dir):

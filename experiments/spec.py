@@ -97,7 +97,36 @@ class ComparisonSpec(_Strict):
     direction: Literal[1, -1] = 1
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     margin: float | None = None  # a "similar" claim: TOST at this margin
-    floor_task: str | None = None  # check both arms against this task's floor (primaries.yaml floors:)
+    floor_task: str | None = None  # check both arms against this task's floor (experiments/floors.yaml)
+
+
+class FloorCheck(_Strict):
+    """Each arm's mean of ``metric`` against ``task``'s floor (experiments/floors.yaml)."""
+
+    metric: str
+    task: str
+
+
+class Primary(_Strict):
+    """The paper's one primary comparison (issue 25, item 2): it alone carries a verdict, Holm-corrected over the
+    seven papers' primaries (experiments/rereport.py)."""
+
+    claim: str
+    treatment: str
+    baseline: str
+    metric: str
+    direction: Literal[1, -1]
+    test: Literal["paired-t+permutation", "tost"] = "paired-t+permutation"
+    margin: float | None = None  # the equivalence margin of a tost primary, in the metric's units
+    floors: list[FloorCheck] = Field(default_factory=list)
+    unit: dict[str, str] | None = None  # where the unit is not the paired seed: the settings whose runs are units
+    reason: str
+
+    @model_validator(mode="after")
+    def _margin(self):
+        if self.test == "tost" and not self.margin:
+            raise ValueError("margin is needed by test: tost")
+        return self
 
 
 class Plot(_Strict):
@@ -133,6 +162,7 @@ class Spec(_Strict):
     comparisons: list[ComparisonSpec] = Field(default_factory=list)
     plots: list[Plot] = Field(default_factory=list)
     summary_numbers: str  # the README row's numbers: a template over the page's context
+    primary: Primary | None = None  # the paper's primary comparison (the seven papers' experiments have one)
 
     @model_validator(mode="after")
     def _seed_sizes(self):

@@ -183,7 +183,7 @@ def context(page: dict) -> dict:
     (``floor_text(task)``, ``on_floor(task, settings)``: the arms on the floor on the task's reported metric)."""
     import rereport
 
-    floors, values = rereport.load_primaries()[0], page["values"]
+    floors, values = rereport.load_floors(), page["values"]
 
     def kind(task: str) -> str:
         return "f1" if REPORTED[task] == "f1" else "accuracy"

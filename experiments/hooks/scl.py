@@ -20,7 +20,7 @@ from pathlib import Path
 
 CE, TUNED = "ce", "ce+scl@tuned"
 VALIDATION_KEY, TEST_KEY = "validation_accuracy", "test_accuracy"
-CHANCE_MARGIN = 3.0  # points above the majority-class share still counted "at chance" (primaries.yaml's rule)
+CHANCE_MARGIN = 3.0  # points above the majority-class share still counted "at chance" (the floor rule of experiments/floors.yaml)
 # The head the recorded runs had: `linear` was the recipe's default when they were made, so their overrides do
 # not name it; the recipe's default is now the paper's dense_tanh. Added to every run's config here (its
 # resolved config records it) so that a rerun repeats the recorded runs and the plan's overrides equal theirs.

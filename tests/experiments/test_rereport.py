@@ -67,14 +67,17 @@ def test_the_section_says_which_verdicts_change():
     assert "### Exploratory comparisons" in text and "| exploratory |" in text
 
 
-def test_a_primaries_file_missing_a_key_is_one_error_naming_it(tmp_path):
-    path = tmp_path / "primaries.yaml"
-    path.write_text("floors: {sst2: {majority: 50.9}}\nprimaries:\n  - experiment: simcse\n    claim: x\n",
-                    encoding="utf-8")
-    with pytest.raises(rereport.ConfigError, match=r"error: primaries.yaml: primaries\[0\].treatment is missing"):
-        rereport.load_primaries(path)
-    path.write_text(
-        "floors: {}\nprimaries:\n  - {experiment: simcse, claim: x, treatment: a, baseline: b, metric: m,\n"
-        "     direction: 1, test: tost, floors: [], reason: r}\n", encoding="utf-8")
-    with pytest.raises(rereport.ConfigError, match=r"margin is needed by test: tost"):
-        rereport.load_primaries(path)
+def test_a_bad_primary_or_floor_is_one_error_naming_it(tmp_path):
+    specs = load_experiment("spec")
+    text = (specs.SPECS_DIR / "simcse.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "simcse.yaml"
+    path.write_text(text.replace("  treatment: sup/cls\n", ""), encoding="utf-8")
+    with pytest.raises(specs.SpecError, match=r"simcse.yaml: primary.treatment: Field required"):
+        specs.load_spec(path)
+    path.write_text(text.replace("  test: paired-t+permutation", "  test: tost"), encoding="utf-8")
+    with pytest.raises(specs.SpecError, match=r"margin is needed by test: tost"):
+        specs.load_spec(path)
+    floors = tmp_path / "floors.yaml"
+    floors.write_text("sst2: {majority: 50.9}\n", encoding="utf-8")  # multitask's floors name sst5 and quora
+    with pytest.raises(rereport.ConfigError, match=r"error: experiments/specs/multitask.yaml: primary.floors.0.task 'sst5'"):
+        rereport.load_primaries(floors)
