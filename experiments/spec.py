@@ -121,7 +121,7 @@ class ComparisonSpec(_Strict):
         treatment, baseline = render(self.treatment, point), render(self.baseline, point)
         metric, direction = render(self.metric, point), int(render(str(self.direction), point))
         if direction not in (1, -1):
-            raise SpecError(f"error: comparisons: direction {direction} at {point} is neither 1 nor -1")
+            raise ValueError(f"direction {direction} at {point} is neither 1 nor -1")
         floors = [FloorSpec(task=task, metric=render(check.metric or metric, point),
                             setting=render(check.setting, {**point, "arm": arm}))
                   for check in self.floors if (task := render(check.task, point).strip())
@@ -180,6 +180,17 @@ class Spec(_Strict):
             if isinstance(setting.seeds, str) and (setting.seeds not in self.sizes
                                                    or self.sizes[setting.seeds].kind() != "ints"):
                 raise ValueError(f"settings.{index}.seeds: {setting.seeds!r} is not a size of type ints")
+        return self
+
+    @model_validator(mode="after")
+    def _comparisons(self):
+        """Every comparison renders at every point of its grid."""
+        for index, declared in enumerate(self.comparisons):
+            for point in Setting(name="", recipe="", cost="0", grid=declared.grid).points():
+                try:
+                    declared.at(point)
+                except (jinja2.TemplateError, ValueError) as error:
+                    raise ValueError(f"comparisons.{index}: {error}") from None
         return self
 
     @field_validator("sizes", mode="before")

@@ -104,6 +104,9 @@ def test_a_spec_error_names_the_file_and_the_key(tmp_path):
     bad.write_text(text.replace("seeds: [1, 2, 3]", "seeds: [one]"), encoding="utf-8")
     with pytest.raises(specs.SpecError, match=r"^error: .*simcse.yaml: seeds.0: "):
         specs.load_spec(bad)
+    bad.write_text(text.replace("metric: avg3_spearman,", "metric: \"{{ nothing }}\","), encoding="utf-8")
+    with pytest.raises(specs.SpecError, match=r"comparisons.0: .nothing. is undefined"):
+        specs.load_spec(bad)
     bad.write_text(text + "\nplots: [\n", encoding="utf-8")
     with pytest.raises(specs.SpecError, match=r"simcse.yaml:\d+: not valid YAML"):
         specs.load_spec(bad)
