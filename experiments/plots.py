@@ -3,14 +3,19 @@
 - ``dots``: one panel per metric; per x group, one column of dots per series (every seed a dot, the mean a
   bar-less marker with its standard deviation), so no axis has to start at 0 to be honest; a dashed line at the
   task's majority rate where the spec gives one.
-- ``paired_delta``: one panel per metric; per comparison (treatment − baseline, paired by seed), every seed's
-  difference and the mean with its 95 % t-interval, and the zero line.
+  ``majority`` gives one rate per metric (a line across) or per group (a line over each group).
+- ``curves``: one panel per metric; each series against the groups as numbers (N, a flip rate, a labelled
+  share: every seed a dot, the means joined by a line); or, with ``steps_of``, against the training steps of the
+  records' curves (every seed a thin line, the mean over the seeds a thick one).
+- ``paired_delta``: one panel per metric; per comparison (treatment − baseline, paired by seed; those matching
+  ``comparisons`` when given), every seed's difference and the mean with its 95 % t-interval, and the zero line.
 
 Every figure is 13 inches wide at 110 dpi (1,430 px), with legends at 11 pt.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import statistics
 from collections.abc import Callable
@@ -35,10 +40,16 @@ def draw(figure: specs.Plot, store: harness.RecordStore, values: Values, path: P
     for axis, (key, title) in zip(axes[0], panels, strict=True):
         if figure.kind == "dots":
             _dots(axis, figure, key, values)
+        elif figure.kind == "curves" and figure.steps_of:
+            _steps(axis, figure, key, store)
+        elif figure.kind == "curves":
+            _curves(axis, figure, key, values)
         else:
-            _deltas(axis, [(t, b) for t, b, k in comparisons or [] if k == key], key, values)
+            _deltas(axis, _chosen(figure, [(t, b) for t, b, k in comparisons or [] if k == key]), key, values)
         axis.set_title(title)
         axis.set_ylabel(figure.ylabel)
+        axis.set_xlabel(figure.xlabel)
+        axis.set_yscale(figure.yscale)
         axis.grid(axis="y", alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
@@ -65,9 +76,58 @@ def _dots(axis, figure: specs.Plot, key: str, values: Values) -> None:
             axis.scatter([x] * len(found), found, s=16, color=color, alpha=0.55, zorder=2)
             axis.errorbar([x], [mean], yerr=[std], fmt="_", markersize=18, color=color, capsize=4, zorder=3,
                           label=label if position == 0 else None)
-    if key in figure.majority:
-        axis.axhline(figure.majority[key], linestyle="--", color="black", linewidth=1, label="majority rate")
+    line = figure.majority.get(key)
+    if isinstance(line, dict):
+        for position, group in enumerate(g for g in figure.groups if g in line):
+            axis.hlines(line[group], figure.groups.index(group) - 0.45, figure.groups.index(group) + 0.45,
+                        linestyles="--", color="black", linewidth=1, label="majority rate" if position == 0 else None)
+    elif line is not None:
+        axis.axhline(line, linestyle="--", color="black", linewidth=1, label="majority rate")
     axis.set_xticks(range(len(figure.groups)), figure.groups)
+
+
+def _curves(axis, figure: specs.Plot, key: str, values: Values) -> None:
+    xs, count = [float(group) for group in figure.groups], len(figure.series)
+    for offset, (template, label) in enumerate(figure.series.items()):
+        color, shift = COLORS[offset % len(COLORS)], (offset - (count - 1) / 2) * 0.012
+        means = []
+        for x, group in zip(xs, figure.groups, strict=True):
+            found = list(values(specs.render(template, {"group": group}), key).values())
+            means.append(statistics.fmean(found) if found else math.nan)
+            nudged = x * 10 ** shift if figure.xscale == "log" else x + shift * (max(xs) - min(xs))
+            axis.scatter([nudged] * len(found), found, s=12, color=color, alpha=0.45, zorder=2)
+        axis.plot(xs, means, marker="o", color=color, label=label, zorder=3)
+    line = figure.majority.get(key)
+    if line is not None:
+        rates = [line.get(g, math.nan) for g in figure.groups] if isinstance(line, dict) else [line] * len(xs)
+        axis.plot(xs, rates, linestyle="--", color="black", linewidth=1, label="majority rate")
+    axis.set_xscale(figure.xscale)
+    axis.set_xticks(xs, figure.groups)
+    axis.minorticks_off()
+
+
+def _steps(axis, figure: specs.Plot, key: str, store: harness.RecordStore) -> None:
+    for offset, (setting, label) in enumerate(figure.series.items()):
+        color = COLORS[offset % len(COLORS)]
+        curves = [r["metrics"][figure.steps_of] for r in store.records
+                  if r["setting"] == setting and key in (r["metrics"].get(figure.steps_of) or {})]
+        at: dict[float, list[float]] = {}
+        for curve in curves:
+            points = [(x, y) for x, y in zip(curve["steps"], curve[key], strict=True) if y is not None]
+            axis.plot([x for x, _ in points], [y for _, y in points], color=color, alpha=0.25, linewidth=0.8)
+            for x, y in points:
+                at.setdefault(x, []).append(y)
+        if at:
+            steps = sorted(at)
+            axis.plot(steps, [statistics.fmean(at[x]) for x in steps], color=color, linewidth=2,
+                      label=f"{label} (n={len(curves)})")
+
+
+def _chosen(figure: specs.Plot, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs whose ``treatment − baseline`` matches a pattern of the figure's ``comparisons`` (all without)."""
+    if not figure.comparisons:
+        return pairs
+    return [(t, b) for t, b in pairs if any(fnmatch.fnmatchcase(f"{t} − {b}", p) for p in figure.comparisons)]
 
 
 def _deltas(axis, pairs: list[tuple[str, str]], key: str, values: Values) -> None:
@@ -82,4 +142,8 @@ def _deltas(axis, pairs: list[tuple[str, str]], key: str, values: Values) -> Non
             axis.errorbar([position], [stats.delta], yerr=[[stats.delta - stats.low], [stats.high - stats.delta]],
                           fmt="D", color=color, capsize=5, zorder=3)
     axis.axhline(0.0, color="black", linewidth=1)
-    axis.set_xticks(range(len(pairs)), [f"{t}\n− {b}" for t, b in pairs], fontsize=FONT - 2)
+    if len(pairs) <= 4:
+        axis.set_xticks(range(len(pairs)), [f"{t}\n− {b}" for t, b in pairs], fontsize=FONT - 2)
+    else:  # many: one line each, slanted
+        axis.set_xticks(range(len(pairs)), [f"{t} − {b}" for t, b in pairs], fontsize=FONT - 3, rotation=35,
+                        ha="right", rotation_mode="anchor")

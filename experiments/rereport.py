@@ -186,10 +186,8 @@ def declared_items(experiment, store: harness.RecordStore) -> list[Item]:
     values = run.values_reader(experiment, store)
     items = []
     for declared, _, t, b in run.comparisons(experiment, store):
-        kind = "f1" if "f1" in declared.metric else "accuracy"
-        checks = [(arm, declared.metric, declared.floor_task, kind) for arm in (t, b)] if declared.floor_task else []
         items.append((f"{t} − {b}", harness.compare(store, t, b, declared.metric, declared.direction, values=values),
-                      checks, declared.margin))
+                      run.floor_checks(declared), declared.margin or None))
     return items
 
 

@@ -57,8 +57,9 @@ class Run:
         self.name = specs.render(setting.name, context)
         self.recipe = specs.render(setting.recipe, context)
         folder = runs_dir / experiment.name / self.name.replace("/", "-") / f"seed-{seed}"
-        rendered = [specs.render(item, context) for item in setting.set]
+        rendered = [specs.render(item, context) for item in [*setting.set, *setting.implied]]
         self.overrides = [f"output_dir={folder}", *[item for item in rendered if item.strip()]]
+        self.implied = [specs.render(item, context) for item in setting.implied]
 
     def context(self) -> dict:
         return {**vars(cost), **self.sizes, **self.point, "seed": self.seed}
@@ -72,6 +73,11 @@ class Run:
 
     def comparable(self) -> list[str]:
         return comparable(self.overrides)
+
+    def matches(self, recorded: list[str]) -> bool:
+        """Whether a record's overrides are this run's, or this run's without the setting's ``implied`` ones."""
+        found, mine = comparable(recorded), self.comparable()
+        return found == mine or found == [item for item in mine if item not in comparable(self.implied)]
 
 
 def comparable(overrides: list[str]) -> list[str]:
@@ -121,7 +127,7 @@ def mismatched(store: harness.RecordStore, runs: list[Run]) -> list[str]:
     wrong = []
     for run in runs:
         record = store.get(run.name, run.seed)
-        if record is not None and comparable(record.get("config", {}).get("overrides", [])) != run.comparable():
+        if record is not None and not run.matches(record.get("config", {}).get("overrides", [])):
             wrong.append(f"{run.name} seed {run.seed}")
     return wrong
 
@@ -212,7 +218,7 @@ def train(run: Run, args: argparse.Namespace) -> tuple[dict, dict]:
     metrics.update(last_step=int(summary["last_step"]), selected_step=int(selected),
                    final_train_loss=_finite(losses[-1]) if losses else None)
     if run.setting.metrics_hook:
-        metrics.update(getattr(load_hook(run.spec.hook), run.setting.metrics_hook)(run, summary))
+        metrics.update(getattr(load_hook(run.spec.hook), run.setting.metrics_hook)(run, summary, args))
     inputs = run_folder_record(run.output_dir, Path(args.data_root))
     shutil.rmtree(run.output_dir, ignore_errors=True)  # checkpoints and weights: the metrics are what is kept
     with contextlib.suppress(OSError):
@@ -244,11 +250,13 @@ def run_one(runs: dict[tuple[str, int], Run], args: argparse.Namespace, name: st
 # -------------------------------------------------------------------------------------------- values
 
 
-def values_reader(experiment: specs.Spec, store: harness.RecordStore) -> Callable[[str, str], dict[int, float]]:
-    """``values(setting, key) -> {seed: value}``: a setting that ``stands_for_every_seed`` gives its one value for
-    every seed the other settings were run with."""
+def values_reader(experiment: specs.Spec, store: harness.RecordStore,
+                  stand_in: bool = True) -> Callable[[str, str], dict[int, float]]:  # fmt: skip
+    """``values(setting, key) -> {seed: value}`` through the spec's values hook: a setting that
+    ``stands_for_every_seed`` gives its one value for every seed the other settings were run with (its own seed
+    only without ``stand_in``: the page's cells)."""
     standing = {r["setting"] for r in store.records for s in experiment.settings if s.stands_for_every_seed
-                and isinstance(s.seeds, list) and r["seed"] in s.seeds and _matches(s, r["setting"])}
+                and isinstance(s.seeds, list) and r["seed"] in s.seeds and _matches(s, r["setting"])} if stand_in else set()
     seeds = sorted({r["seed"] for r in store.records if r["setting"] not in standing})
 
     def values(setting: str, key: str) -> dict[int, float]:
@@ -267,15 +275,25 @@ def _matches(setting: specs.Setting, name: str) -> bool:
 
 
 def comparisons(experiment: specs.Spec, store: harness.RecordStore) -> list[tuple[specs.ComparisonSpec, sig.Paired, str, str]]:
-    """Every declared comparison at every grid point: (its spec, the paired statistics, treatment, baseline)."""
+    """Every declared comparison at every grid point: (its spec at the point, the paired statistics, treatment,
+    baseline)."""
     values = values_reader(experiment, store)
     found = []
     for declared in experiment.comparisons:
         for point in specs.Setting(name="", recipe="", cost="0", grid=declared.grid).points():
-            treatment, baseline = specs.render(declared.treatment, point), specs.render(declared.baseline, point)
-            found.append((declared, sig.paired(values(treatment, declared.metric), values(baseline, declared.metric)),
-                          treatment, baseline))
+            at = declared.at(point)
+            found.append((at, sig.paired(values(at.treatment, at.metric), values(at.baseline, at.metric)),
+                          at.treatment, at.baseline))
     return found
+
+
+def floor_checks(declared: specs.ComparisonSpec) -> list[tuple[str, str, str, str]]:
+    """(setting, metrics key, task, "accuracy" | "f1") of every floor check of a comparison at its point (from
+    :func:`comparisons`): both arms on its metric against ``floor_task``, then its ``floors``."""
+    checks = [(arm, declared.metric, declared.floor_task) for arm in (declared.treatment, declared.baseline)
+              if declared.floor_task]
+    checks += [(check.setting, check.metric, check.task) for check in declared.floors]
+    return [(setting, key, task, "f1" if "f1" in key else "accuracy") for setting, key, task in checks]
 
 
 def primary_verdict(experiment: specs.Spec, results_dir: Path) -> tuple[dict, float, str] | None:
@@ -320,7 +338,7 @@ def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argpa
     """What the page template sees: the sizes, the run counts, the estimate, the command and the functions
     ``cell(setting, key)``, ``values(setting, key)``, ``paired(treatment, baseline, key)``, ``interval(...)``."""
     runs = plan(experiment, args)
-    values = values_reader(experiment, store)
+    values, own = values_reader(experiment, store), values_reader(experiment, store, stand_in=False)
     extra = extra_flags(experiment, args)
     context = {
         **sizes_of(experiment, args), "spec": experiment, "args": args, "store": store, "seeds": args.seeds,
@@ -328,7 +346,7 @@ def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argpa
         "estimate_minutes": sum(r.reference_seconds() for r in runs) / 60.0,
         "command": f"python experiments/run.py {experiment.name} --data-root {_shown(args.data_root)} "
                    f"--budget-minutes {args.budget_minutes:g}" + (f" {extra}" if extra else ""),
-        "values": values, "cell": lambda setting, key, digits=2: harness.fmt_mean_std(list(store.values(setting, key).values()), digits=digits),
+        "values": values, "cell": lambda setting, key, digits=2: harness.fmt_mean_std(list(own(setting, key).values()), digits=digits),
         "paired": lambda t, b, key: sig.paired(values(t, key), values(b, key)),
         "bootstrap": lambda t, b, key: harness.compare(store, t, b, key, values=values),
         "mean": lambda setting, key: _mean(values(setting, key)), "table": harness.markdown_table,
@@ -445,4 +463,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["Run", "build_parser", "comparisons", "main", "plan", "report", "summary", "values_reader"]
+__all__ = ["Run", "build_parser", "comparisons", "floor_checks", "main", "plan", "report", "summary", "values_reader"]

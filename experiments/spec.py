@@ -8,7 +8,9 @@ hook module ``experiments/hooks/<name>.py`` whose functions the spec names.
 Templates: every string a spec renders (a setting's name, its ``set`` overrides, its recipe, a cost expression)
 is a Jinja2 template or expression over the sizes, the grid values of the setting and ``seed``. An override
 that renders to an empty string is dropped, so ``{% if eval_limit is not none %}eval.limit={{ eval_limit }}{%
-endif %}`` adds a key only when its size is given.
+endif %}`` adds a key only when its size is given. A comparison's fields are templates over its own grid, which may
+carry the metric (``metric: "{{ metric }}"``). A setting's ``implied`` overrides are what records made before an
+option existed meant (its default then): every run gets them, and a record lacking exactly them still matches.
 
 Example (``experiments/specs/simcse.yaml``, shortened)::
 
@@ -78,9 +80,12 @@ class Setting(_Strict):
     stands_for_every_seed: bool = False  # a deterministic run (an evaluation): its one value pairs with every seed
     run: str = "train"  # "train" (a recipe run) or the name of a hook function run(context) -> metrics
     set: list[str] = Field(default_factory=list)
+    # Overrides that records lacking them imply (made before the option existed, when its default was this value):
+    # added to every run's overrides, and a record whose overrides lack exactly these still matches the plan.
+    implied: list[str] = Field(default_factory=list)
     cost: str  # reference seconds on 2 quiet cores: an expression over the sizes and experiments/cost.py's names
     check: Literal["last_selected"] | None = None  # "last_selected": the selected step must be the last
-    metrics_hook: str | None = None  # a hook function (run, summary) -> extra metrics of a recipe run
+    metrics_hook: str | None = None  # a hook function (run, summary, args) -> extra metrics of a recipe run
 
     def points(self) -> list[dict[str, Any]]:
         """Every grid point, as ``{variable: value}``, in the order the grid lists them."""
@@ -88,16 +93,43 @@ class Setting(_Strict):
         return [dict(zip(keys, values, strict=True)) for values in itertools.product(*self.grid.values())]
 
 
+class FloorSpec(_Strict):
+    """One floor check of a comparison: the mean of ``metric`` (default: the comparison's) of ``setting`` (a
+    template over the grid point and ``arm``, the treatment's or the baseline's name) against ``task``'s floor; a
+    check whose task renders empty is left out (e.g. a part's floor checked on the rows of an averaged metric)."""
+
+    task: str
+    metric: str | None = None
+    setting: str = "{{ arm }}"
+
+
 class ComparisonSpec(_Strict):
-    """Treatment − baseline on one metric, paired by seed, for every point of ``grid``."""
+    """Treatment − baseline on one metric, paired by seed, for every point of ``grid``: every field but ``grid``
+    is a template over the point (``metric: "{{ metric }}"`` with ``metric`` in the grid: one row per metric)."""
 
     treatment: str
     baseline: str
     metric: str
-    direction: Literal[1, -1] = 1
+    direction: Literal[1, -1] | str = 1
     grid: dict[str, list[Any]] = Field(default_factory=dict)
-    margin: float | None = None  # a "similar" claim: TOST at this margin
-    floor_task: str | None = None  # check both arms against this task's floor (experiments/floors.yaml)
+    margin: float | str | None = None  # a "similar" claim: TOST at this margin ("": none)
+    floor_task: str | None = None  # check both arms against this task's floor (experiments/floors.yaml); "": none
+    floors: list[FloorSpec] = Field(default_factory=list)  # further checks: other metrics or settings than the arms
+
+    def at(self, point: dict[str, Any]) -> ComparisonSpec:
+        """The comparison at one grid point: its templates rendered, each floor check named per arm."""
+        treatment, baseline = render(self.treatment, point), render(self.baseline, point)
+        metric, direction = render(self.metric, point), int(render(str(self.direction), point))
+        if direction not in (1, -1):
+            raise ValueError(f"direction {direction} at {point} is neither 1 nor -1")
+        floors = [FloorSpec(task=task, metric=render(check.metric or metric, point),
+                            setting=render(check.setting, {**point, "arm": arm}))
+                  for check in self.floors if (task := render(check.task, point).strip())
+                  for arm in (treatment, baseline)]
+        return self.model_copy(update={
+            "treatment": treatment, "baseline": baseline, "metric": metric, "floors": floors,
+            "direction": direction, "margin": _number(render(str(self.margin), point)) if self.margin else None,
+            "floor_task": render(self.floor_task, point).strip() or None if self.floor_task else None})
 
 
 class FloorCheck(_Strict):
@@ -130,17 +162,24 @@ class Primary(_Strict):
 
 
 class Plot(_Strict):
-    """A figure of the page, drawn by ``experiments/plots.py`` (``kind``: dots per setting with the seeds, or the
-    paired differences of the comparisons with a zero line)."""
+    """A figure of the page, drawn by ``experiments/plots.py`` (``kind``: dots per setting with the seeds; curves
+    of a metric against a numeric group or against the training steps of a record's curves; or the paired
+    differences of the comparisons with a zero line)."""
 
-    kind: Literal["dots", "paired_delta"]
+    kind: Literal["dots", "curves", "paired_delta"]
     file: str
     title: str
     metrics: dict[str, str] = Field(default_factory=dict)  # metrics key -> panel title
-    groups: list[str] = Field(default_factory=list)  # dots: x groups (a grid variable's values)
-    series: dict[str, str] = Field(default_factory=dict)  # dots: setting template (over the group) -> legend
-    majority: dict[str, float] = Field(default_factory=dict)  # metrics key -> the task's majority rate (a line)
+    groups: list[str] = Field(default_factory=list)  # dots, curves: x groups (a grid variable's values)
+    series: dict[str, str] = Field(default_factory=dict)  # setting template (over the group) -> legend
+    # metrics key -> the task's majority rate (a line), or {group: rate} (one line per group)
+    majority: dict[str, float | dict[str, float]] = Field(default_factory=dict)
+    comparisons: list[str] = Field(default_factory=list)  # paired_delta: "treatment − baseline" patterns drawn (all)
+    steps_of: str | None = None  # curves: the metrics key of a record's curves ({"steps": [...], key: [...]})
+    xlabel: str = ""
     ylabel: str = ""
+    xscale: Literal["linear", "log"] = "linear"
+    yscale: Literal["linear", "log"] = "linear"
 
 
 class Spec(_Strict):
@@ -173,11 +212,26 @@ class Spec(_Strict):
                 raise ValueError(f"settings.{index}.seeds: {setting.seeds!r} is not a size of type ints")
         return self
 
+    @model_validator(mode="after")
+    def _comparisons(self):
+        """Every comparison renders at every point of its grid."""
+        for index, declared in enumerate(self.comparisons):
+            for point in Setting(name="", recipe="", cost="0", grid=declared.grid).points():
+                try:
+                    declared.at(point)
+                except (jinja2.TemplateError, ValueError) as error:
+                    raise ValueError(f"comparisons.{index}: {error}") from None
+        return self
+
     @field_validator("sizes", mode="before")
     @classmethod
     def _sizes(cls, value):
         """``size: 3`` is short for ``size: {default: 3}``."""
         return {k: v if isinstance(v, dict) else {"default": v} for k, v in (value or {}).items()}
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text.strip() else None
 
 
 def render(template: str, context: dict[str, Any]) -> str:

@@ -171,14 +171,10 @@ def _clean(run, args, variant: str) -> None:
 
 
 def task_average(spec, store, values):
-    """``values`` plus ``<variant>/avg`` (the mean over the tasks of a seed that has all of them) and
-    ``majority/<task>`` (the majority-class accuracy, for every seed: a line in the plot)."""
-    seeds = sorted({r["seed"] for r in store.records if not r["setting"].startswith("pretrain/")})
+    """``values`` plus ``<variant>/avg``: the mean over the tasks of a seed that has all of them."""
 
     def read(setting: str, key: str) -> dict[int, float]:
         variant, _, task = setting.partition("/")
-        if variant == "majority":
-            return {seed: MAJORITY[task] for seed in seeds} if key == METRIC else {}
         if task != "avg":
             return values(setting, key)
         per_task = [values(f"{variant}/{t}", key) for t in TASKS]
@@ -191,10 +187,10 @@ def task_average(spec, store, values):
 
 
 def context(page: dict) -> dict:
-    """The page's CAPT functions: ``vcell`` (mean ± std through the task average), ``pretrained(variant, key)``,
+    """The page's CAPT functions: ``pretrained(variant, key)``,
     the majority figures, ``on_floor(task)`` (the variants within 3 points of the majority), the measured time per
     stage and whether the STS-B and GLUE rankings agree."""
-    store, values = page["store"], page["values"]
+    store = page["store"]
     variants = ["none", "mlm", "mask", "shuffle", "mask-fixed"]
 
     def pretrained(variant: str, key: str):
@@ -219,5 +215,4 @@ def context(page: dict) -> dict:
     same_rank = None not in sts.values() and sorted(sts, key=sts.get) == sorted(glue, key=glue.get)
     return {"variants": variants, "majority": MAJORITY, "pretrained": pretrained, "measured": measured,
             "same_rank": same_rank,
-            "on_floor": lambda task: [v for v in variants if page["mean"](f"{v}/{task}", METRIC) < MAJORITY[task] + 3],
-            "vcell": lambda setting, key=METRIC: harness.fmt_mean_std(list(values(setting, key).values()))}
+            "on_floor": lambda task: [v for v in variants if page["mean"](f"{v}/{task}", METRIC) < MAJORITY[task] + 3]}

@@ -12,13 +12,6 @@ PARTS = ("alignment", "uniformity", "total")
 FINAL_TASKS = ("stsb:dev", "sickr:dev")
 CHECK_TOLERANCE = 0.05  # Spearman ×100: the reloaded final encoder must reproduce the run's last score
 NO_CHANGE, START, SHIPPED = "1×", "start", "start/mean"
-_DATA_ROOT: dict[str, Path] = {}
-
-
-def prepare(args):
-    """Remember the data root for :func:`gradient_metrics` (a metrics hook is given the run, not the args)."""
-    _DATA_ROOT["path"] = Path(args.data_root)
-    return args
 
 
 def _finite(value) -> float | None:
@@ -93,7 +86,7 @@ def gradient_summary(found: dict) -> dict:
     return metrics
 
 
-def gradient_metrics(run, summary) -> dict:
+def gradient_metrics(run, summary, args) -> dict:
     """A loss run's curves and ratios; its final encoder, reloaded (it must give the run's own last STS-B subset
     score), scored on the full STS-B and SICK-R dev sets."""
     from contrastext import TextEncoder, evaluate_tasks
@@ -101,9 +94,7 @@ def gradient_metrics(run, summary) -> dict:
     sizes, where = run.sizes, f"{run.name} seed {run.seed}"
     if summary["last_step"] != sizes["steps"]:
         raise RuntimeError(f"{where}: stopped at step {summary['last_step']}, not {sizes['steps']}")
-    if "path" not in _DATA_ROOT:
-        raise RuntimeError("the data root is unknown: call prepare(args) first (experiments/run.py does)")
-    data_root, found = _DATA_ROOT["path"], curves(Path(summary["log_path"]))
+    data_root, found = Path(args.data_root), curves(Path(summary["log_path"]))
     encoder = TextEncoder.load(Path(summary["final_model_dir"]))
     run_score = summary["metrics"]["stsb_dev_spearman"]
     check = evaluate_tasks(encoder, ["stsb:dev"], data_root, batch_size=128, limit=sizes["eval_limit"])

@@ -50,7 +50,7 @@ def prepare(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(args), "data_root": str(derived)})
 
 
-def metrics(run, summary: dict) -> dict:
+def metrics(run, summary: dict, args: argparse.Namespace) -> dict:
     """The per-task scores under the records' names, the steps and the rows trained and evaluated per task."""
     raw, tasks = summary["metrics"], (summary.get("report") or {}).get("tasks", {})
     found = {ours: float(raw[theirs]) for ours, theirs in METRIC_KEYS.items()}

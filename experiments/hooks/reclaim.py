@@ -14,9 +14,6 @@ import harness
 import significance as sig
 
 REPORTED = {"sst2": "accuracy", "mrpc": "f1", "rte": "accuracy"}  # GLUE's figure of each task (MRPC: F1)
-# The plain arm's head as recorded: `linear`, scl's only head when its records were made. The spec cannot list it
-# without unmatching those records (their overrides lack it), so the run adds it: a rerun trains the same model.
-PLAIN_HEAD = "method_args.head=linear"
 BENCHMARKS = harness.REPO / "BENCHMARKS.md"
 INTERLEAVED = "(67k rows, interleaved)"  # the `--interleave` block: time paired within each process
 
@@ -61,7 +58,7 @@ def train_arm(run, args) -> tuple[dict, dict]:
     from contrastext import load_config, read_log, recipe_path, run_recipe
 
     plain = run.recipe == "scl"
-    config = load_config(recipe_path(run.recipe), [*run.overrides, *([PLAIN_HEAD] if plain else [])])
+    config = load_config(recipe_path(run.recipe), run.overrides)
     summary = run_recipe(config, data_root=Path(args.data_root))
     result = summary["runs"][str(run.seed)] if plain else summary
     task, scores, report = config.data.task, result["metrics"], result.get("report") or {}

@@ -21,10 +21,6 @@ from pathlib import Path
 CE, TUNED = "ce", "ce+scl@tuned"
 VALIDATION_KEY, TEST_KEY = "validation_accuracy", "test_accuracy"
 CHANCE_MARGIN = 3.0  # points above the majority-class share still counted "at chance" (the floor rule of experiments/floors.yaml)
-# The head the recorded runs had: `linear` was the recipe's default when they were made, so their overrides do
-# not name it; the recipe's default is now the paper's dense_tanh. Added to every run's config here (its
-# resolved config records it) so that a rerun repeats the recorded runs and the plan's overrides equal theirs.
-RECORDED_HEAD = ["method_args.head=linear"]
 
 
 def scl_loss(lam: float) -> str:
@@ -51,7 +47,7 @@ def run_draw(run, args) -> tuple[dict, dict]:
 
     from contrastext import load_config, recipe_path, run_recipe
 
-    config = load_config(recipe_path(run.recipe), [*run.overrides, *RECORDED_HEAD])
+    config = load_config(recipe_path(run.recipe), run.overrides)
     metrics = draw_metrics(run_recipe(config, data_root=Path(args.data_root)), run.seed)
     noise, subset = float(run.point.get("noise", 0)) / 100, int(run.sizes.get("subset") or 0)
     flipped = metrics.get("labels_flipped") or 0
@@ -177,8 +173,6 @@ def context(page: dict) -> dict:
     """The template's SCL functions: ``top3(setting)``, ``picks(prefix)``, ``at_chance(setting)``,
     ``median_step(setting)``, ``task_lam(prefix)`` (the paper's rule: one λ by the mean validation accuracy of
     the top 3 draws), ``share``/``chance_text``, ``loss_label``, ``lams``."""
-    import harness  # experiments/harness.py
-
     from contrastext.runs.scl import top_k_by_validation
 
     values, spec = page["values"], page["spec"]
@@ -216,5 +210,4 @@ def context(page: dict) -> dict:
     return {"top3": top3, "not_last": not_last, "fmt_top": fmt_top, "picks": picks, "task_lam": task_lam, "median_step": median_step,
             "at_chance": lambda setting: at_chance(list(values(setting, TEST_KEY).values()), share),
             "share": share, "chance_text": text, "loss_label": loss_label, "lams": lams, "CE": CE, "TUNED": TUNED,
-            "cell": lambda setting, key, digits=1: harness.fmt_mean_std(list(values(setting, key).values()), digits=digits),
             "ceil": math.ceil, "complete": lambda prefix: len(tuned_draws(values, prefix, lams))}

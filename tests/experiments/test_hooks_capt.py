@@ -15,7 +15,7 @@ def _plan(tmp_path):
     return experiment, {(r.name, r.seed): r for r in run.plan(experiment, args)}
 
 
-def test_the_average_needs_every_task_of_a_seed_and_the_majority_stands_for_every_seed(tmp_path):
+def test_the_average_needs_every_task_of_a_seed_and_its_rows_check_every_tasks_floor(tmp_path):
     experiment = specs.load_spec("capt")
     store = harness.RecordStore("capt", tmp_path)
     for seed in (1, 2):
@@ -26,9 +26,13 @@ def test_the_average_needs_every_task_of_a_seed_and_the_majority_stands_for_ever
     values = run.values_reader(experiment, store)
     assert values("mask/avg", "accuracy") == {1: 69.0}
     assert values("mlm/avg", "accuracy") == {1: 69.0, 2: 70.0}
-    assert values("majority/rte", "accuracy") == {1: 52.71, 2: 52.71} and values("majority/rte", "f1") == {}
-    found = {(t, b): stats for _, stats, t, b in run.comparisons(experiment, store)}
-    assert found[("mask/avg", "mlm/avg")].n == 1 and found[("mask/sst2", "mlm/sst2")].n == 2
+    found = {(t, b): (declared, stats) for declared, stats, t, b in run.comparisons(experiment, store)}
+    assert found[("mask/avg", "mlm/avg")][1].n == 1 and found[("mask/sst2", "mlm/sst2")][1].n == 2
+    assert run.floor_checks(found[("mask/rte", "mlm/rte")][0]) == [("mask/rte", "accuracy", "rte", "accuracy"),
+                                                                   ("mlm/rte", "accuracy", "rte", "accuracy")]
+    checks = run.floor_checks(found[("mask/avg", "mlm/avg")][0])
+    assert found[("mask/avg", "mlm/avg")][0].floor_task is None and len(checks) == 6
+    assert ("mlm/mrpc", "accuracy", "mrpc", "accuracy") in checks
 
 
 def test_a_finetuning_loads_its_variants_cached_encoder_and_records_match_any_runs_folder(tmp_path):

@@ -40,7 +40,7 @@ def test_metrics_keep_the_records_names():
     summary = {"metrics": {"minbert-sst_dev_accuracy": 31.0, "minbert-quora_dev_accuracy": 65.0,
                            "minbert-sts_dev_pearson": 51.0, "mean": 49.0}, "last_step": 96,
                "report": {"tasks": {"minbert-sst": {"n_train": 400, "n_eval": 1101}}}}
-    found = hook.metrics(SimpleNamespace(), summary)
+    found = hook.metrics(SimpleNamespace(), summary, SimpleNamespace())
     assert (found["sst_accuracy"], found["quora_accuracy"], found["sts_pearson"]) == (31.0, 65.0, 51.0)
     assert found["steps"] == 96 and found["n_train"] == {"minbert-sst": 400}
 

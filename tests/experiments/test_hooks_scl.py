@@ -60,7 +60,8 @@ def test_every_run_trains_the_recorded_linear_head_and_the_page_renders_partial_
     experiment = specs.load_spec(name)
     args = run.build_parser(experiment).parse_args(["--results", str(tmp_path), "--runs", str(tmp_path / "runs")])
     for item in run.plan(experiment, args)[:8]:
-        config = load_config(recipe_path(item.recipe), [*item.overrides, *scl.RECORDED_HEAD])
+        assert item.matches([s for s in item.overrides if s != "method_args.head=linear"])  # implied by a record
+        config = load_config(recipe_path(item.recipe), item.overrides)
         method_args = config.method_args_as(SCLArgs)
         assert method_args.head == "linear" and method_args.seeds == [item.seed]
         assert method_args.lam == (0 if item.point["lam"] == 0 else item.point["lam"])

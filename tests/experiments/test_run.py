@@ -77,11 +77,35 @@ def test_a_stand_in_setting_pairs_with_every_seed(tmp_path):
     assert stats.n == 2 and stats.delta == pytest.approx(2.0)
 
 
+def test_comparisons_render_over_their_grid_with_their_floor_checks(tmp_path):
+    experiment = specs.load_spec("multitask")
+    found = {(t, d.metric): d for d, _, t, _ in run.comparisons(experiment, harness.RecordStore("multitask", tmp_path))}
+    assert len(found) == 16 and found[("proportional-simcse", "sts_pearson")].direction == -1
+    assert found[("proportional-simcse", "mean")].direction == 1 and found[("sequential", "mean")].margin is None
+    assert found[("proportional+pcgrad", "mean")].margin == 2.0 and found[("sequential", "sts_pearson")].floor_task is None
+    assert run.floor_checks(found[("sequential", "sst_accuracy")]) == [
+        ("sequential", "sst_accuracy", "sst5", "accuracy"), ("proportional", "sst_accuracy", "sst5", "accuracy")]
+    assert {(s, k, t) for s, k, t, _ in run.floor_checks(found[("round_robin", "mean")])} == {
+        (s, k, t) for s in ("round_robin", "proportional") for k, t in (("sst_accuracy", "sst5"), ("quora_accuracy", "quora"))}
+    figure = specs.Plot(kind="paired_delta", file="x.png", title="", comparisons=["* − mlm/*"])
+    assert run.plots._chosen(figure, [("mask/rte", "mlm/rte"), ("mask/rte", "mask-fixed/rte")]) == [("mask/rte", "mlm/rte")]
+
+
+def test_a_record_lacking_an_implied_override_still_matches(tmp_path):
+    experiment = specs.load_spec("reclaim")
+    plain = next(r for r in run.plan(experiment, _args(experiment, tmp_path)) if r.name == "sst2/plain")
+    assert plain.overrides[-1] == "method_args.head=linear" and plain.matches(plain.overrides)
+    assert plain.matches(plain.overrides[:-1]) and not plain.matches(plain.overrides[:-2])
+
+
 def test_a_spec_error_names_the_file_and_the_key(tmp_path):
     text = (specs.SPECS_DIR / "simcse.yaml").read_text(encoding="utf-8")
     bad = tmp_path / "simcse.yaml"
     bad.write_text(text.replace("seeds: [1, 2, 3]", "seeds: [one]"), encoding="utf-8")
     with pytest.raises(specs.SpecError, match=r"^error: .*simcse.yaml: seeds.0: "):
+        specs.load_spec(bad)
+    bad.write_text(text.replace("metric: avg3_spearman,", "metric: \"{{ nothing }}\","), encoding="utf-8")
+    with pytest.raises(specs.SpecError, match=r"comparisons.0: .nothing. is undefined"):
         specs.load_spec(bad)
     bad.write_text(text + "\nplots: [\n", encoding="utf-8")
     with pytest.raises(specs.SpecError, match=r"simcse.yaml:\d+: not valid YAML"):
