@@ -109,6 +109,19 @@ def load_average() -> list[float]:
 # ---------------------------------------------------------------------------------------------- records
 
 
+def one_run_record(payload: dict) -> dict:
+    """A JSON object in place of the list: the one run of a script written before the run records
+    (gd_mechanism.json: ``settings``, ``provenance``, ``run`` (wall and CPU seconds, load), ``command`` and its
+    numbers), read as the record of setting ``all``, seed 0; its numbers and CPU seconds are the metrics, its flat
+    library versions the provenance's ``versions``."""
+    timing, found = payload["run"], dict(payload["provenance"])
+    found.setdefault("versions", {key: found[key] for key in ("torch", "transformers") if key in found})
+    numbers = {key: value for key, value in payload.items() if key not in ("provenance", "run", "command")}
+    return {"setting": "all", "seed": 0, "config": {"overrides": [], "command": payload.get("command")},
+            "metrics": {**numbers, "cpu_s": timing.get("cpu_s")}, "wall_s": timing["wall_s"],
+            "load_before": timing.get("load_before"), "load_after": timing.get("load_after"), "provenance": found}
+
+
 class RecordStore:
     """The run records of one experiment in ``<results_dir>/<name>.json`` (read back on creation)."""
 
@@ -119,6 +132,8 @@ class RecordStore:
         self.records: list[dict] = []
         if self.path.exists():
             payload = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(payload, dict) and {"run", "provenance"} <= set(payload):
+                payload = [one_run_record(payload)]
             if not isinstance(payload, list):
                 raise ValueError(
                     f"{self.path}: expected a list of run records, found {type(payload).__name__} "

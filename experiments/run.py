@@ -387,6 +387,8 @@ def summary(experiment: specs.Spec, store: harness.RecordStore, args: argparse.N
         verdict += (f"primary `{primary['treatment']} − {primary['baseline']}` ({primary['metric']}, n = {stats.n}): "
                     f"**{word}**, Δ {sig.signed(stats.delta)} {sig.interval(stats)}, Holm p {sig.pvalue(p)}; "
                     "every other comparison exploratory")
+    else:
+        verdict += "exploratory: no declared primary (not one of the seven papers' claims), intervals only"
     return {"paper": experiment.paper, "claim": experiment.claim, "numbers": numbers, "verdict": verdict}
 
 

@@ -45,7 +45,7 @@ def test_the_committed_records_are_the_plans_runs_and_within_the_cost_model(expe
     assert run.mismatched(store, list(runs.values())) == []
     ratios = {key: store.get(*key)["wall_s"] / item.reference_seconds() for key, item in runs.items() if store.has(*key)}
     outside = {key: round(ratio, 2) for key, ratio in ratios.items() if not 1 / FACTOR <= ratio <= FACTOR}
-    assert len(ratios) >= 10 and not outside
+    assert len(ratios) >= min(10, len(runs)) and not outside  # gd_mechanism: one run
     assert 0.5 <= statistics.median(ratios.values()) <= 2.0
 
 
@@ -60,7 +60,8 @@ def test_the_page_and_plots_render_from_the_committed_records(experiment, tmp_pa
     for figure in experiment.plots:
         assert (tmp_path / figure.file).stat().st_size > 10_000
     line = run.summary(experiment, harness.RecordStore(experiment.name, tmp_path))
-    assert "primary `" in line["verdict"] and line["numbers"]
+    declared = run.primary_verdict(experiment, tmp_path) is not None  # retrieval, gd_mechanism: none
+    assert ("primary `" in line["verdict"]) == declared and line["numbers"]
 
 
 def test_a_stand_in_setting_pairs_with_every_seed(tmp_path):
