@@ -147,7 +147,7 @@ def _duplicates(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _partition_duplicates(hashes: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
-    """The hashes found in more than one row, sorted, and their (capped) counts. Up to ``budget`` cells are
+    """The hashes found in more than one row, sorted, and how many rows hold each. Up to ``budget`` cells are
     sorted in memory; more are first spilled, each chunk sorted, into ``2**bits`` files by their top bits (a
     temporary folder: 8 bytes a cell on disk for a moment), then each file is read and sorted alone."""
     n, columns = hashes.shape
@@ -155,7 +155,7 @@ def _partition_duplicates(hashes: np.ndarray, budget: int) -> tuple[np.ndarray, 
         values = np.empty(n * columns, dtype=np.uint64)
         filled = 0
         for _, chunk in hash_chunks(hashes):
-            cells = _sorted_cells(chunk)
+            cells = chunk[first_in_row(chunk)]
             values[filled : filled + len(cells)] = cells
             filled += len(cells)
         return _duplicates(values[:filled])
