@@ -296,13 +296,14 @@ def floor_checks(declared: specs.ComparisonSpec) -> list[tuple[str, str, str, st
     return [(setting, key, task, "f1" if "f1" in key else "accuracy") for setting, key, task in checks]
 
 
-def primary_verdict(experiment: specs.Spec, results_dir: Path) -> tuple[dict, float, str] | None:
-    """The experiment's declared primary (its spec's ``primary:``), its Holm p over the seven and its verdict."""
+def primary_verdict(experiment: specs.Spec, results_dir: Path) -> tuple[dict, float, str, str] | None:
+    """The experiment's declared primary (its spec's ``primary:``), its Holm p over the seven, its verdict and
+    its caveat (a floor, or too few independent units; "" when none)."""
     import rereport
 
-    for primary, _row, p, word in rereport.primary_rows(results_dir):
+    for primary, row, p, word in rereport.primary_rows(results_dir):
         if primary["experiment"] == experiment.name:
-            return primary, p, word
+            return primary, p, word, "; ".join(part for part in (row.floor, row.note) if part)
     return None
 
 
@@ -382,11 +383,11 @@ def summary(experiment: specs.Spec, store: harness.RecordStore, args: argparse.N
     verdict = "" if context["done"] == context["total"] else f"partial: {context['done']}/{context['total']} runs; "
     found = primary_verdict(experiment, store.results_dir)
     if found:
-        primary, p, word = found
+        primary, p, word, caveat = found
         stats = context["paired"](primary["treatment"], primary["baseline"], primary["metric"])
         verdict += (f"primary `{primary['treatment']} − {primary['baseline']}` ({primary['metric']}, n = {stats.n}): "
-                    f"**{word}**, Δ {sig.signed(stats.delta)} {sig.interval(stats)}, Holm p {sig.pvalue(p)}; "
-                    "every other comparison exploratory")
+                    f"**{word}**, Δ {sig.signed(stats.delta)} {sig.interval(stats)}, Holm p {sig.pvalue(p)}"
+                    + (f" ({caveat})" if caveat else "") + "; every other comparison exploratory")
     else:
         verdict += "exploratory: no declared primary (not one of the seven papers' claims), intervals only"
     return {"paper": experiment.paper, "claim": experiment.claim, "numbers": numbers, "verdict": verdict}
