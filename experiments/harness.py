@@ -156,6 +156,7 @@ class RecordStore:
         inputs (``resolved_config``, ``data``: the data files' fingerprints with SHA-256, ``method_args``), kept
         in the provenance (issue 25, item 9)."""
         inputs = dict(inputs or {})
+        items = inputs.pop("items", None)  # per-item predictions of small test sets (experiments/run.py)
         record = {
             "setting": setting,
             "seed": int(seed),
@@ -168,6 +169,7 @@ class RecordStore:
             # commit, dirty flag, versions, threads, CPU, CPU vs wall time; the resolved config and data hashes
             "provenance": {**provenance(data=inputs.pop("data", None), config=inputs.pop("resolved_config", None)),
                            **inputs},
+            **({"items": items} if items else {}),
             **extra,
         }
         self.records = [r for r in self.records if not (r["setting"] == setting and r["seed"] == seed)]

@@ -33,6 +33,7 @@ from functools import cache, partial
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -236,12 +237,42 @@ def declared_data(items: tuple[str, ...], data_root: Path) -> dict:
                         data_root) or {}
 
 
+ITEM_LIMIT = 1000
+"""Sets with fewer rows keep each item's prediction in the record (issue 25: a two-level bootstrap, seeds × items)."""
+
+
+def kept_items(found: dict, metrics: dict) -> dict:
+    """The per-item outputs of the run's evaluated sets under :data:`ITEM_LIMIT` rows (each set's last evaluation,
+    contrastext.evaluation.item_outputs), each with ``checked``: True when its accuracy or Spearman recomputed from
+    the items equals the run's metric of that set, False when they differ (an earlier evaluation was reported),
+    None when the run reports no such metric."""
+    from scipy.stats import spearmanr
+
+    kept = {}
+    for prefix, items in found.items():
+        if len(items["label"]) >= ITEM_LIMIT:
+            continue
+        prediction, label = np.asarray(items["prediction"]), np.asarray(items["label"])
+        checked = None
+        if metrics.get(f"{prefix}_accuracy") is not None:
+            checked = bool(abs(100 * np.mean(prediction == label) - metrics[f"{prefix}_accuracy"]) < 1e-6)
+        elif metrics.get(f"{prefix}_spearman") is not None:
+            checked = bool(abs(100 * spearmanr(prediction, label).statistic - metrics[f"{prefix}_spearman"]) < 1e-6)
+        kept[prefix] = {"prediction": [round(value, 6) for value in items["prediction"]], "label": items["label"],
+                        "checked": checked}
+    return kept
+
+
 def run_one(runs: dict[tuple[str, int], Run], args: argparse.Namespace, name: str, seed: int):
+    from contrastext.evaluation.item_outputs import recording
+
     run = runs[(name, seed)]
-    if run.setting.run == "train":
-        metrics, inputs = train(run, args)
-    else:
-        metrics, inputs = getattr(load_hook(run.spec.hook), run.setting.run)(run, args)
+    with recording() as found:
+        if run.setting.run == "train":
+            metrics, inputs = train(run, args)
+        else:
+            metrics, inputs = getattr(load_hook(run.spec.hook), run.setting.run)(run, args)
+    inputs["items"] = kept_items(found, metrics)
     inputs["data"] = {**declared_data(tuple(run.spec.data), Path(args.data_root)), **(inputs.get("data") or {})}
     config = {"recipe": run.recipe, "overrides": run.overrides, "sizes": run.sizes, "data_root": str(args.data_root)}
     return config, metrics, inputs

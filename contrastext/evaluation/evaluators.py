@@ -45,6 +45,7 @@ from typing import Any, Literal
 from contrastext.data.examples import Example
 from contrastext.data.task_kinds import SCORED_PAIR_KINDS
 from contrastext.errors import ConfigError
+from contrastext.evaluation import item_outputs
 from contrastext.evaluation.ir_keys import IR_METRIC_NAMES
 from contrastext.evaluation.task_specs import FileTask
 
@@ -142,7 +143,10 @@ def _scores_from_embeddings(model, eval_set: EvalSet, batch_size: int) -> dict[s
         return _file_scores(encode, eval_set, batch_size)
     from contrastext.evaluation.sts import evaluate_sts
 
-    result = evaluate_sts(encode, eval_set.examples, batch_size=batch_size)
+    keep = item_outputs.active()
+    result = evaluate_sts(encode, eval_set.examples, batch_size=batch_size, return_predictions=keep)
+    if keep:
+        item_outputs.record(eval_set.prefix, result["predictions"], result["labels"])
     return {"spearman": result["spearman"], "pearson": result["pearson"]}
 
 
@@ -170,6 +174,7 @@ def _scores_from_head(model, eval_set: EvalSet, batch_size: int) -> dict[str, fl
 
     predictions = model.predict(eval_set.examples, batch_size=batch_size, task=eval_set.task.name)
     labels = [example.label for example in eval_set.examples]
+    item_outputs.record(eval_set.prefix, predictions, labels)
     return evaluate_predictions(eval_set.task, predictions, labels)
 
 

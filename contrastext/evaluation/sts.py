@@ -137,6 +137,7 @@ def evaluate_sts(
     batch_size: int = 64,
     subsets: dict[str, Sequence[Example]] | None = None,
     aggregation: Aggregation = "all",
+    return_predictions: bool = False,
 ) -> dict:
     """Spearman and Pearson (×100) of cosine similarities against the gold scores.
 
@@ -148,6 +149,8 @@ def evaluate_sts(
             numbers of each, and the headline numbers follow ``aggregation``.
         aggregation: ``"all"`` (one correlation over the concatenated subsets, SimCSE) or ``"wmean"``
             (pair-count weighted mean of the subsets' correlations, SentEval).
+        return_predictions: also return ``"predictions"`` (each pair's cosine, in order) and ``"labels"`` (the
+            gold scores), over every pair (the subsets concatenated).
 
     Returns:
         ``{"spearman": float, "pearson": float, "n": int}``; with subsets also ``"aggregation"`` and
@@ -160,8 +163,11 @@ def evaluate_sts(
     check_scored_pairs(pairs)
     texts = [text for example in pairs for text in example.texts]
     embeddings = embed_unique(encode, texts, batch_size=batch_size)
+    kept: dict = {}
+    if return_predictions:
+        kept = {"predictions": cosine_predictions(pairs, embeddings).tolist(), "labels": [float(e.label) for e in pairs]}
     if not subsets:
-        return correlations(cosine_predictions(pairs, embeddings), [float(e.label) for e in pairs])
+        return {**correlations(cosine_predictions(pairs, embeddings), [float(e.label) for e in pairs]), **kept}
 
     per_subset = {
         name: correlations(cosine_predictions(subset, embeddings), [float(e.label) for e in subset], name)
@@ -171,7 +177,7 @@ def evaluate_sts(
         headline = correlations(cosine_predictions(pairs, embeddings), [float(e.label) for e in pairs])
     else:
         headline = weighted_mean(per_subset)
-    return {**headline, "aggregation": aggregation, "subsets": per_subset}
+    return {**headline, "aggregation": aggregation, "subsets": per_subset, **kept}
 
 
 def weighted_mean(per_subset: dict[str, dict]) -> dict[str, float | int | None]:
