@@ -9,7 +9,7 @@ cache, not its heap. What the batch samplers need is compact and memory-mapped t
 
 - :attr:`ColumnExamples.lengths`: int32, each row's length in characters (``train.group_by_length``);
 - :attr:`ColumnExamples.hashes`: uint64, n × columns, each text's xxh3 hash (``data.batch_sampler:
-  no_duplicates`` compares texts by them: :class:`contrastext.data.column_sampling.HashRows`).
+  no_duplicates`` compares texts by them: :mod:`contrastext.data.column_no_duplicates`).
 
 Example::
 
