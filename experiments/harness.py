@@ -1,27 +1,7 @@
-"""What every experiment script shares: resumable run records, the time budget, the load average, seeds
-statistics with a bootstrap interval, the verdict rule, markdown tables and the command line.
-
-An experiment is a list of *runs*, each one training (or one measurement) named by ``(setting, seed)``. Its
-records live in ``docs/results/<name>.json``: a list of dicts
-
-    {"setting": str, "seed": int, "config": {...}, "metrics": {...}, "wall_s": float,
-     "load_before": [1, 5, 15 min], "load_after": [...], "finished_at": ISO time,
-     "provenance": {commit, dirty flag, versions, threads, CPU, CPU vs wall time}}  # contrastext.runtime.provenance
-
-A run whose ``(setting, seed)`` is already in the file is skipped, so an experiment can be spread over several
-sittings: ``--budget-minutes N`` stops starting new runs once the next one (its reference seconds from
-``experiments/cost.py``, scaled by :class:`Calibration`: the median wall / reference ratio of this sitting's
-runs) would not finish within N minutes of the start; the next call goes on where this one stopped. The file
-is rewritten after every run (atomically), so an interrupted sitting loses at most the run in flight.
-
-The verdict rule of issue 12: the 95 % bootstrap interval of the mean paired difference (treatment − baseline,
-matched by seed / draw) must exclude 0 in the paper's direction for "reproduced"; otherwise "not reproduced
-at this scale".
-
-Example::
-
-    store = RecordStore("scl_noise", results_dir)
-    left = run_plan(store, plan, run_one, Budget(args.budget_minutes), reference=lambda setting: 40.0)
+"""What the runner (experiments/run.py) and the hooks share: resumable run records (``docs/results/<name>.json``,
+one record per ``(setting, seed)``, rewritten atomically after every run), the time budget with its calibrated
+estimate, the load average, seed statistics with the issue-12 bootstrap interval, markdown tables and the common
+command-line options. The record's fields and the budget's rule: experiments/README.md.
 """
 
 from __future__ import annotations
@@ -471,11 +451,3 @@ def parser(description: str, budget_minutes: float = DEFAULT_BUDGET_MINUTES) -> 
     p.add_argument("--runs", default=str(RUNS_DIR), help="where the run folders go (not committed)")
     p.add_argument("--report-only", action="store_true", help="no training: rewrite the table and plot")
     return p
-
-
-def command(name: str, args: argparse.Namespace, extra: str = "") -> str:
-    """The command line that regenerates an experiment's records (for the reports)."""
-    parts = [f"python experiments/{name}.py --data-root {args.data_root} --budget-minutes {args.budget_minutes:g}"]
-    if extra:
-        parts.append(extra)
-    return " ".join(parts)

@@ -135,11 +135,20 @@ def mismatched(store: harness.RecordStore, runs: list[Run]) -> list[str]:
 # ----------------------------------------------------------------------------------------------- runs
 
 
-def _finite(value) -> float | None:
+def finite(value) -> float | None:
+    """``value`` as a float, None where it is None, NaN or infinite (JSON keeps no NaN)."""
     if value is None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def remove(folder: Path) -> None:
+    """Delete a run folder (checkpoints and weights: the metrics are what is kept), then its setting's folder
+    once its last seed is gone."""
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        folder.parent.rmdir()
 
 
 def keep_metrics(experiment: specs.Spec, evaluated: dict) -> dict:
@@ -147,7 +156,7 @@ def keep_metrics(experiment: specs.Spec, evaluated: dict) -> dict:
     missing = [key for key in experiment.metrics if key not in evaluated]
     if missing:
         raise KeyError(f"the evaluation lacks {', '.join(missing)}; it gave {', '.join(sorted(evaluated))}")
-    metrics = {key: _finite(evaluated[key]) for key in experiment.metrics}
+    metrics = {key: finite(evaluated[key]) for key in experiment.metrics}
     for key, parts in experiment.derived.items():
         values = [metrics[part] for part in parts]
         metrics[key] = statistics.fmean(values) if None not in values else None
@@ -216,13 +225,11 @@ def train(run: Run, args: argparse.Namespace) -> tuple[dict, dict]:
     losses = [r["loss"] for r in read_log(summary["log_path"]) if r.get("loss") is not None]
     selected = summary["best_step"] if summary["best_step"] is not None else summary["last_step"]  # none: the last
     metrics.update(last_step=int(summary["last_step"]), selected_step=int(selected),
-                   final_train_loss=_finite(losses[-1]) if losses else None)
+                   final_train_loss=finite(losses[-1]) if losses else None)
     if run.setting.metrics_hook:
         metrics.update(getattr(load_hook(run.spec.hook), run.setting.metrics_hook)(run, summary, args))
     inputs = run_folder_record(run.output_dir, Path(args.data_root))
-    shutil.rmtree(run.output_dir, ignore_errors=True)  # checkpoints and weights: the metrics are what is kept
-    with contextlib.suppress(OSError):
-        run.output_dir.parent.rmdir()  # the setting's folder, once its last seed is gone
+    remove(run.output_dir)
     return metrics, inputs
 
 

@@ -3,10 +3,8 @@ BENCHMARKS.md's ``bench/reclaim_overhead.py`` blocks for the page (read from the
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-import shutil
 import statistics
 from pathlib import Path
 
@@ -64,11 +62,11 @@ def train_arm(run, args) -> tuple[dict, dict]:
     task, scores, report = config.data.task, result["metrics"], result.get("report") or {}
     log = read_log(result["log_path"])
     n = int(report["n_train"])
-    metrics = {"metric": runner._finite(scores[f"{task}_dev_{REPORTED[task]}"]),
-               **{key: runner._finite(scores.get(f"{task}_dev_{key}")) for key in ("accuracy", "f1", "mcc")},
+    metrics = {"metric": runner.finite(scores[f"{task}_dev_{REPORTED[task]}"]),
+               **{key: runner.finite(scores.get(f"{task}_dev_{key}")) for key in ("accuracy", "f1", "mcc")},
                "n_train": n, "n_eval": report.get("n_eval"), **timing(log, n),
-               "task_loss_end": runner._finite(loss_at_end(log, "loss/ce" if plain else "loss/task")),
-               "ans_end": None if plain else runner._finite(loss_at_end(log, "loss/ans"))}
+               "task_loss_end": runner.finite(loss_at_end(log, "loss/ce" if plain else "loss/task")),
+               "ans_end": None if plain else runner.finite(loss_at_end(log, "loss/ans"))}
     if report.get("train_label_counts"):
         metrics["train_label_counts"] = report["train_label_counts"]
     skipped = max((int(r.get("skipped_nonfinite", 0)) for r in log), default=0)
@@ -77,9 +75,7 @@ def train_arm(run, args) -> tuple[dict, dict]:
                            f"skipped for a non-finite loss (see {result['log_path']}); not recorded")
     folder = run.output_dir / f"seed-{run.seed}" if plain else run.output_dir  # scl trains under seed-<s>/
     inputs = runner.run_folder_record(folder, Path(args.data_root))
-    shutil.rmtree(run.output_dir, ignore_errors=True)  # checkpoints: ~430 MB a run
-    with contextlib.suppress(OSError):
-        run.output_dir.parent.rmdir()  # the setting's folder, once its last seed is gone
+    runner.remove(run.output_dir)  # checkpoints: ~430 MB a run
     return metrics, inputs
 
 
