@@ -19,15 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import run  # noqa: E402
 import significance as sig  # noqa: E402
 import spec as specs  # noqa: E402
 
-FLOORS = Path(__file__).resolve().parent / "floors.yaml"
+FLOORS = sig.FLOORS
 EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse")
 """The seven papers' experiments: each spec declares its ``primary:`` (experiments/spec.py ``Primary``)."""
 
@@ -62,20 +60,11 @@ class Row:
         return self.stats.low > 0 if self.direction > 0 else self.stats.high < 0
 
 
-def load_floors(path: Path = FLOORS) -> dict[str, sig.Floor]:
-    """The tasks' floors (experiments/floors.yaml)."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    try:
-        return {task: sig.Floor(**values) for task, values in data.items()}
-    except TypeError as error:
-        raise ConfigError(f"error: {path.name}: {error}") from None
-
-
 def load_primaries(floors_path: Path = FLOORS, experiments: tuple[str, ...] = EXPERIMENTS
                    ) -> tuple[dict[str, sig.Floor], list[dict]]:
     """The task floors and each experiment's declared primary (``{"experiment": name, **spec.primary}``), checked:
     every experiment has one and its floors name known tasks (one ConfigError naming the spec and the key)."""
-    floors = load_floors(floors_path)
+    floors = sig.load_floors(floors_path)
     primaries = []
     for name in experiments:
         declared = specs.load_spec(name).primary

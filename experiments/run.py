@@ -3,20 +3,10 @@
     python experiments/run.py simcse --data-root ../shared/data --budget-minutes 90   # run, or go on with, it
     python experiments/run.py simcse --report-only                                     # the page and plots only
 
-What it does with a spec (experiments/spec.py):
-
-1. **Plan.** Every setting × grid point × seed: the settings with fixed seeds first (evaluations of a start),
-   then seed by seed over the rest, so that a sitting cut by its budget leaves the seeds balanced.
-2. **Run.** Each missing run is a recipe run (``load_config`` + ``run_recipe``) with the setting's overrides, or a
-   hook function of ``experiments/hooks/<name>.py``; its record keeps the overrides, the sizes, the metrics, the
-   time, the load average and the provenance, with the **resolved config** and the **data files' SHA-256** that
-   the run wrote into its folder (issue 25, item 9) before the folder is deleted. Records made with other sizes
-   stop the run with one ``error:`` line (the report still renders them, with a warning).
-3. **Estimate.** The setting's ``cost`` expression (experiments/cost.py's names over the sizes) is its reference
-   seconds; the budget scales it by the sitting's median wall / reference (harness.Calibration).
-4. **Report.** ``experiments/specs/<name>.md`` is a Jinja2 template rendered over the sizes, the records and the
-   functions of :func:`page_context` (cells, comparisons, tables), plus the hook's ``context(page)``; the page is
-   written to ``<results>/<name>.md`` and the plots (experiments/plots.py) beside it.
+It plans every setting × grid point × seed (fixed-seed settings first, then seed by seed, so that a sitting cut
+by its budget leaves the seeds balanced), runs what is missing (a recipe run or a hook function), records each run
+with its provenance, resolved config and data hashes, and renders ``specs/<name>.md`` over :func:`page_context`
+(plus the hook's ``context(page)``) and the plots (experiments/README.md says the rest).
 """
 
 from __future__ import annotations
@@ -343,10 +333,11 @@ def comparison_table(experiment: specs.Spec, store: harness.RecordStore, labels:
 
 def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argparse.Namespace) -> dict:
     """What the page template sees: the sizes, the run counts, the estimate, the command and the functions
-    ``cell(setting, key)``, ``values(setting, key)``, ``paired(treatment, baseline, key)``, ``interval(...)``."""
+    ``cell(setting, key)``, ``values(setting, key)``, ``paired(treatment, baseline, key)``, ``floor_reason(settings,
+    task, key, kind)`` (:func:`significance.floor_reason` of the arms' means, None off the floor), ..."""
     runs = plan(experiment, args)
     values, own = values_reader(experiment, store), values_reader(experiment, store, stand_in=False)
-    extra = extra_flags(experiment, args)
+    extra, floors = extra_flags(experiment, args), sig.load_floors()
     context = {
         **sizes_of(experiment, args), "spec": experiment, "args": args, "store": store, "seeds": args.seeds,
         "done": sum(store.has(r.name, r.seed) for r in runs), "total": len(runs),
@@ -359,6 +350,9 @@ def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argpa
         "mean": lambda setting, key: _mean(values(setting, key)), "table": harness.markdown_table,
         "comparison_table": partial(comparison_table, experiment, store),
         "fmt": lambda value, spec=".2f": "–" if value is None or math.isnan(value) else format(value, spec),
+        "floors": floors, "floor_points": sig.FLOOR_POINTS,  # experiments/floors.yaml; the reason of the arms' means:
+        "floor_reason": lambda settings, task, key, kind="accuracy": sig.floor_reason(
+            {s: _mean(values(s, key)) for s in settings if values(s, key)}, floors[task], kind),
     }
     hook = load_hook(experiment.hook)
     if hook is not None and hasattr(hook, "context"):

@@ -172,23 +172,7 @@ def overhead(values, treatment: str, baseline: str, bootstrap: bool = False, sho
 
 
 def context(page: dict) -> dict:
-    """The page's extra functions: ``overhead(t, b)``, the bench sentence and numbers, the task floors
-    (``floor_text(task)``, ``on_floor(task, settings)``: the arms on the floor on the task's reported metric)."""
-    import rereport
-
-    floors, values = rereport.load_floors(), page["values"]
-
-    def kind(task: str) -> str:
-        return "f1" if REPORTED[task] == "f1" else "accuracy"
-
-    def on_floor(task: str, settings: list[str]) -> str:
-        means = {s: statistics.fmean(found.values()) for s in settings if (found := values(s, "metric"))}
-        return sig.floor_reason(means, floors[task], kind(task)) or "none"
-
-    def floor_text(task: str) -> str:
-        floor = floors[task]
-        return f"all-positive F1 {floor.all_positive_f1:g}" if kind(task) == "f1" else f"majority {floor.majority:g} %"
-
-    return {"overhead": lambda t, b, bootstrap=False, short=False: overhead(values, t, b, bootstrap, short), "bench": bench_text(),
-            "bench_numbers": bench_numbers(), "floors": floors, "floor_points": sig.FLOOR_POINTS,
-            "on_floor": on_floor, "floor_text": floor_text}
+    """The page's extra functions: ``overhead(t, b)``, the bench sentence and numbers."""
+    values = page["values"]
+    return {"overhead": lambda t, b, bootstrap=False, short=False: overhead(values, t, b, bootstrap, short),
+            "bench": bench_text(), "bench_numbers": bench_numbers()}
