@@ -120,37 +120,22 @@ def bench_overhead(path: Path = BENCHMARKS, suffix: str = "") -> dict:
             "in_batch_mib": [r.get("+ MiB", "?") for r in block_rows(block) if r.get("negatives") == "in_batch"]}
 
 
+def _sentences():
+    """The macros ``text`` and ``numbers`` of experiments/pages/reclaim_bench.md."""
+    import spec as specs
+
+    return specs.TEMPLATES.from_string((harness.REPO / "experiments" / "pages" / "reclaim_bench.md").read_text(
+        encoding="utf-8")).module
+
+
 def bench_text(path: Path = BENCHMARKS) -> str:
     """One plain sentence of what the blocks say (or that they are absent)."""
-    result, where = bench_overhead(path), "BENCHMARKS.md's `bench/reclaim_overhead.py` block"
-    if result["status"] == "missing":
-        return f"{where} is missing ({result['path']} has none): no full-size overhead has been measured"
-    if result["status"] != "ok":
-        return f"{where} ({result['date']}) holds no top-K row with the kept index to read"
-    parts = "; ".join(f"{r['bank_rows']} bank rows: {r['time_pct']:+.1f} % time per step, {r['extra_mib']} MiB peak"
-                      for r in result["rows"])
-    memory = f" (in-batch negatives row: {' / '.join(result['in_batch_mib'])} MiB)" if result["in_batch_mib"] else ""
-    paired, paired_text = bench_overhead(path, INTERLEAVED), ""
-    if paired["status"] == "ok":
-        paired_parts = "; ".join(f"{r['bank_rows']} bank rows: {r['time_pct']:+.1f} %" for r in paired["rows"])
-        paired_text = (f"; paired in time within each process (`--interleave`, its block `{INTERLEAVED}`, "
-                       f"{paired['date']}), the figure to read for time: {paired_parts}")
-    return (f"{where} ({result['date']}; one process per variant) measures top-K = {result['k']} with the kept IVF "
-            f"index over its baseline step (no RECLAIM) at full bank sizes: {parts}{memory}{paired_text}")
+    return str(_sentences().text(bench_overhead(path), bench_overhead(path, INTERLEAVED), INTERLEAVED))
 
 
 def bench_numbers(path: Path = BENCHMARKS) -> str:
     """The summary row's part: top-K time per bank size (the paired block's where there is one) and memory."""
-    result, paired = bench_overhead(path), bench_overhead(path, INTERLEAVED)
-    if result["status"] == "missing":
-        return "bench overhead: no BENCHMARKS.md block"
-    if result["status"] != "ok":
-        return "bench overhead: no top-K row"
-    time = [f"{r['time_pct']:+.0f} % at {r['bank_rows']} rows" for r in result["rows"]]
-    if paired["status"] == "ok":
-        time = [f"{r['time_pct']:+.0f} % at {r['bank_rows']} rows paired in time" for r in paired["rows"]] + time[1:]
-    memory = ", ".join(f"{r['extra_mib']} MiB at {r['bank_rows']}" for r in result["rows"])
-    return f"bench top-K: {', '.join(time)}; memory {memory}"
+    return str(_sentences().numbers(bench_overhead(path), bench_overhead(path, INTERLEAVED)))
 
 
 # ------------------------------------------------------------------------------------------------ page
