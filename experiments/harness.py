@@ -42,12 +42,6 @@ def load_module(path: Path, module_name: str) -> ModuleType:
     return module
 
 
-def load_experiment(name: str) -> ModuleType:
-    """``experiments/<name>.py`` as ``<name>_experiment``: what the results page and the tests use to reach a
-    script's ``report``/``summary``."""
-    return load_module(Path(__file__).resolve().parent / f"{name}.py", f"{name}_experiment")
-
-
 def quiet_progress_bars() -> None:
     """No tqdm bars from transformers / huggingface_hub while weights are loaded and saved (logs stay readable)."""
     with contextlib.suppress(Exception):

@@ -156,30 +156,16 @@ def measure(run, args) -> tuple[dict, dict]:
     return {**metrics, "cpu_s": time.process_time() - cpu}, {}
 
 
-def _g(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
-
-
 def context(page: dict) -> dict:
-    """The page's pieces from the one record: the bin table, the verdict lists, the provenance of the run."""
+    """The page's pieces from the one record (its bin table is the page's): the verdict lists and the provenance."""
     record = next(iter(page["store"].records), None)
     if record is None:
         return {"found": None}
-    numbers, edges = record["metrics"], record["metrics"]["edges"]
-    losses = numbers["losses"]
-    ranges = [f"{edges[i]:+.3f}…{edges[i + 1]:+.3f}" for i in range(len(edges) - 1)]
-    counts = next(iter(losses.values()))["bins"]
-    rows = [["margin", *ranges, "", ""], ["anchors", *[str(b["n"]) for b in counts], "", ""]]
-    for name, loss in losses.items():
-        cells = [_g(b["median"]) + (f" ({b['zero_share']:.0%} = 0)" if b["zero_share"] else "") for b in loss["bins"]]
-        rows.append([name, *cells, _g(loss["top_over_bottom"]), loss["verdict"]])
-    headers = ["loss", *[f"bin {i + 1}" for i in range(len(ranges))], "top / bottom", "verdict"]
-    provenance = record.get("provenance") or {}
+    losses, provenance = record["metrics"]["losses"], record.get("provenance") or {}
     return {"found": {
-        "record": record, "settings": numbers["settings"], "provenance": provenance,
-        "versions": provenance.get("versions") or provenance, "edges": edges, "rule": f"{FADE_RATIO:.0%}",
-        "table": harness.markdown_table(headers, rows),
-        "fading": [name for name, loss in losses.items() if loss["verdict"] == "fades"],
+        "record": record, "settings": record["metrics"]["settings"], "provenance": provenance, "losses": losses,
+        "versions": provenance.get("versions") or provenance, "edges": record["metrics"]["edges"],
+        "rule": f"{FADE_RATIO:.0%}", "fading": [name for name, loss in losses.items() if loss["verdict"] == "fades"],
         "steady": [name for name, loss in losses.items() if loss["verdict"] != "fades"],
         "hinges": ", ".join(f"{name} {loss['bins'][-1]['zero_share']:.0%}" for name, loss in losses.items()
                             if loss["bins"][-1]["zero_share"]) or "none"}}
