@@ -34,6 +34,7 @@ import significance as sig  # noqa: E402
 import spec as specs  # noqa: E402
 
 HOOKS_DIR = Path(__file__).resolve().parent / "hooks"
+VERDICT = Path(__file__).resolve().parent / "pages" / "summary_verdict.md"  # a summary row's verdict cell
 TYPES = {"int": int, "float": float, "str": str, "ints": int, "floats": float}
 
 
@@ -380,16 +381,9 @@ def summary(experiment: specs.Spec, store: harness.RecordStore, args: argparse.N
     args = args or build_parser(experiment).parse_args([])
     context = page_context(experiment, store, args)
     numbers = specs.render(experiment.summary_numbers, context).strip()
-    verdict = "" if context["done"] == context["total"] else f"partial: {context['done']}/{context['total']} runs; "
-    found = primary_verdict(experiment, store.results_dir)
-    if found:
-        primary, p, word = found
-        stats = context["paired"](primary["treatment"], primary["baseline"], primary["metric"])
-        verdict += (f"primary `{primary['treatment']} − {primary['baseline']}` ({primary['metric']}, n = {stats.n}): "
-                    f"**{word}**, Δ {sig.signed(stats.delta)} {sig.interval(stats)}, Holm p {sig.pvalue(p)}; "
-                    "every other comparison exploratory")
-    else:
-        verdict += "exploratory: no declared primary (not one of the seven papers' claims), intervals only"
+    verdict = specs.render(VERDICT.read_text(encoding="utf-8"), {
+        **context, "found": primary_verdict(experiment, store.results_dir), "signed": sig.signed,
+        "interval": sig.interval, "pvalue": sig.pvalue}).strip()
     return {"paper": experiment.paper, "claim": experiment.claim, "numbers": numbers, "verdict": verdict}
 
 
