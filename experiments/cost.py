@@ -1,7 +1,7 @@
 """The one cost model of the experiments: what a run should take on 2 quiet CPU cores (all-MiniLM-L6-v2).
 
-Every script's *reference estimate* (seconds of one run, before this sitting's slowdown is known) is built
-from the figures below; ``harness.run_plan`` scales it by the median wall / reference ratio of the runs done
+A setting's *reference estimate* (its spec's ``cost:``, seconds of one run, before this sitting's slowdown is
+known) is built from the figures below; ``harness.run_plan`` scales it by the median wall / reference ratio of the runs done
 so far in the sitting. The reference figures are those of issue 12's rules (measured once on a quiet 2-core
 machine, not here): training ≈ 12 ms per sequence of 22 real tokens (forward + backward, ∝ tokens: the
 encoder runs unpadded), encoding ≈ 2.2 ms per STS-B sentence, loading the model ≈ 2 s.
@@ -80,11 +80,6 @@ def dev_seconds(task: str, limit: int | None = None) -> float:
         raise KeyError(f"error: no evaluation rows for {task!r}; known: {', '.join(DEV)}")
     rows, tokens_each = DEV[task]
     return encode_seconds(min(rows, limit or rows), tokens_each)
-
-
-def plan_minutes(reference, args, plan) -> float:
-    """Minutes of a plan of ``(setting, seed)`` by a script's ``reference(args, setting)`` (seconds)."""
-    return sum(reference(args, setting) for setting, _ in plan) / 60
 
 
 # ------------------------------------------------------------------------------------- recompute the tables

@@ -1,27 +1,7 @@
-"""What every experiment script shares: resumable run records, the time budget, the load average, seeds
-statistics with a bootstrap interval, the verdict rule, markdown tables and the command line.
-
-An experiment is a list of *runs*, each one training (or one measurement) named by ``(setting, seed)``. Its
-records live in ``docs/results/<name>.json``: a list of dicts
-
-    {"setting": str, "seed": int, "config": {...}, "metrics": {...}, "wall_s": float,
-     "load_before": [1, 5, 15 min], "load_after": [...], "finished_at": ISO time,
-     "provenance": {commit, dirty flag, versions, threads, CPU, CPU vs wall time}}  # contrastext.runtime.provenance
-
-A run whose ``(setting, seed)`` is already in the file is skipped, so an experiment can be spread over several
-sittings: ``--budget-minutes N`` stops starting new runs once the next one (its reference seconds from
-``experiments/cost.py``, scaled by :class:`Calibration`: the median wall / reference ratio of this sitting's
-runs) would not finish within N minutes of the start; the next call goes on where this one stopped. The file
-is rewritten after every run (atomically), so an interrupted sitting loses at most the run in flight.
-
-The verdict rule of issue 12: the 95 % bootstrap interval of the mean paired difference (treatment − baseline,
-matched by seed / draw) must exclude 0 in the paper's direction for "reproduced"; otherwise "not reproduced
-at this scale".
-
-Example::
-
-    store = RecordStore("scl_noise", results_dir)
-    left = run_plan(store, plan, run_one, Budget(args.budget_minutes), reference=lambda setting: 40.0)
+"""What the runner (experiments/run.py) and the hooks share: resumable run records (``docs/results/<name>.json``,
+one record per ``(setting, seed)``, rewritten atomically after every run), the time budget with its calibrated
+estimate, the load average, seed statistics with the issue-12 bootstrap interval, markdown tables and the common
+command-line options. The record's fields and the budget's rule: experiments/README.md.
 """
 
 from __future__ import annotations
@@ -60,12 +40,6 @@ def load_module(path: Path, module_name: str) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def load_experiment(name: str) -> ModuleType:
-    """``experiments/<name>.py`` as ``<name>_experiment``: what the results page and the tests use to reach a
-    script's ``report``/``summary``."""
-    return load_module(Path(__file__).resolve().parent / f"{name}.py", f"{name}_experiment")
 
 
 def quiet_progress_bars() -> None:
@@ -266,18 +240,13 @@ class Calibration:
             self.ratios.append(wall_s / reference_s)
 
 
-def run_plan(
-    store: RecordStore,
-    plan: Iterable[tuple[str, int]],
-    run_one: Callable[[str, int], tuple[dict, dict]],
-    budget: Budget,
-    reference: Callable[[str], float] | float,
-) -> int:
+def run_plan(store: RecordStore, plan: Iterable[tuple[str, int]], run_one: Callable[[str, int], tuple],
+             budget: Budget, reference: Callable[[str], float] | float) -> int:
     """Run every ``(setting, seed)`` of ``plan`` not yet in ``store`` while the budget allows.
 
-    ``run_one(setting, seed) -> (config, metrics)`` or ``(config, metrics, inputs)`` (see :meth:`RecordStore.add`). ``reference(setting)`` is a run's seconds on 2 quiet cores
-    by the cost model (a number: the same for every run); the budget is asked for it scaled by
-    :class:`Calibration`. Returns the number of runs still missing.
+    ``run_one(setting, seed) -> (config, metrics)`` or ``(config, metrics, inputs)`` (see :meth:`RecordStore.add`).
+    ``reference(setting)`` is a run's seconds on 2 quiet cores by the cost model (a number: the same for every
+    run); the budget is asked for it scaled by :class:`Calibration`. Returns the number of runs still missing.
     """
     plan = list(plan)
     missing = [(s, seed) for s, seed in plan if not store.has(s, seed)]
@@ -287,21 +256,15 @@ def run_plan(
         reference_s = reference(setting) if callable(reference) else float(reference)
         if not budget.allows_another(calibration.estimate(reference_s)):
             left = len(missing) - index
-            print(
-                f"[{store.name}] budget reached after {budget.elapsed() / 60:.1f} min: {left} run(s) left for "
-                "the next sitting (run the same command again)",
-                flush=True,
-            )
+            print(f"[{store.name}] budget reached after {budget.elapsed() / 60:.1f} min: {left} run(s) left for the "
+                  "next sitting (run the same command again)", flush=True)
             return left
         with budget.timed_run() as timing:
             config, metrics, *inputs = run_one(setting, seed)
         calibration.observe(reference_s, timing.wall_s)
         store.add(setting, seed, config, metrics, timing, *inputs)
-        print(
-            f"[{store.name}] {setting} seed {seed}: {timing.wall_s:.0f} s (reference {reference_s:.0f} s), load "
-            f"{timing.load_before[0]} -> {timing.load_after[0]} ({index + 1}/{len(missing)} this sitting)",
-            flush=True,
-        )
+        print(f"[{store.name}] {setting} seed {seed}: {timing.wall_s:.0f} s (reference {reference_s:.0f} s), load "
+              f"{timing.load_before[0]} -> {timing.load_after[0]} ({index + 1}/{len(missing)} this sitting)", flush=True)
     return 0
 
 
@@ -316,13 +279,10 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def bootstrap_interval(
-    differences: Sequence[float], confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``differences`` (scipy.stats.bootstrap).
-
-    One difference gives (nan, nan); identical differences give the degenerate interval (d, d).
-    """
+def bootstrap_interval(differences: Sequence[float], confidence: float = 0.95, resamples: int = 10_000,
+                       seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``differences`` (scipy.stats.bootstrap): (nan, nan) for one
+    difference, the degenerate (d, d) for identical ones."""
     data = np.asarray(differences, dtype=float)
     if data.size < 2:
         return math.nan, math.nan
@@ -330,14 +290,8 @@ def bootstrap_interval(
         return float(data[0]), float(data[0])
     from scipy.stats import bootstrap
 
-    result = bootstrap(
-        (data,),
-        np.mean,
-        confidence_level=confidence,
-        n_resamples=resamples,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
+    result = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples, method="percentile",
+                       random_state=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -387,18 +341,8 @@ def compare(
     seeds = sorted(set(t_values) & set(b_values))
     differences = [t_values[s] - b_values[s] for s in seeds]
     low, high = bootstrap_interval(differences)
-    return Comparison(
-        treatment=treatment,
-        baseline=baseline,
-        key=key,
-        seeds=seeds,
-        treatment_values=[t_values[s] for s in seeds],
-        baseline_values=[b_values[s] for s in seeds],
-        mean_difference=statistics.fmean(differences) if differences else math.nan,
-        low=low,
-        high=high,
-        direction=direction,
-    )
+    return Comparison(treatment, baseline, key, seeds, [t_values[s] for s in seeds], [b_values[s] for s in seeds],
+                      statistics.fmean(differences) if differences else math.nan, low, high, direction)
 
 
 # ------------------------------------------------------------------------------------------- reporting
@@ -458,26 +402,14 @@ def pyplot():
 # ---------------------------------------------------------------------------------------- command line
 
 
-def parser(description: str, budget_minutes: float = DEFAULT_BUDGET_MINUTES) -> argparse.ArgumentParser:
+def parser(description: str) -> argparse.ArgumentParser:
     """The options every experiment takes: --data-root, --budget-minutes, --results, --runs, --report-only."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"), help="benchmark data root")
-    p.add_argument(
-        "--budget-minutes",
-        type=float,
-        default=budget_minutes,
-        help="start no run that would end later than this after the start; finished runs are kept and skipped "
-        "next time (default %(default)s)",
-    )
+    p.add_argument("--budget-minutes", type=float, default=DEFAULT_BUDGET_MINUTES,
+                   help="start no run that would end later than this after the start; finished runs are kept and "
+                   "skipped next time (default %(default)s)")
     p.add_argument("--results", default=str(RESULTS_DIR), help="where <name>.json/.md/.png go")
     p.add_argument("--runs", default=str(RUNS_DIR), help="where the run folders go (not committed)")
     p.add_argument("--report-only", action="store_true", help="no training: rewrite the table and plot")
     return p
-
-
-def command(name: str, args: argparse.Namespace, extra: str = "") -> str:
-    """The command line that regenerates an experiment's records (for the reports)."""
-    parts = [f"python experiments/{name}.py --data-root {args.data_root} --budget-minutes {args.budget_minutes:g}"]
-    if extra:
-        parts.append(extra)
-    return " ".join(parts)

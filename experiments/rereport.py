@@ -19,13 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
+import run  # noqa: E402
 import significance as sig  # noqa: E402
+import spec as specs  # noqa: E402
 
-FLOORS = Path(__file__).resolve().parent / "floors.yaml"
+FLOORS = sig.FLOORS
 EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse")
 """The seven papers' experiments: each spec declares its ``primary:`` (experiments/spec.py ``Primary``)."""
 
@@ -52,23 +52,19 @@ class Row:
     tost: float | None = None
     note: str = ""
 
-
-def load_floors(path: Path = FLOORS) -> dict[str, sig.Floor]:
-    """The tasks' floors (experiments/floors.yaml)."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    try:
-        return {task: sig.Floor(**values) for task, values in data.items()}
-    except TypeError as error:
-        raise ConfigError(f"error: {path.name}: {error}") from None
+    @property
+    def carried(self) -> bool:
+        """Whether the t-interval excludes 0 in the paper's direction, off the floor (what "reproduced" needed)."""
+        if math.isnan(self.stats.low) or self.floor:
+            return False
+        return self.stats.low > 0 if self.direction > 0 else self.stats.high < 0
 
 
 def load_primaries(floors_path: Path = FLOORS, experiments: tuple[str, ...] = EXPERIMENTS
                    ) -> tuple[dict[str, sig.Floor], list[dict]]:
     """The task floors and each experiment's declared primary (``{"experiment": name, **spec.primary}``), checked:
     every experiment has one and its floors name known tasks (one ConfigError naming the spec and the key)."""
-    import spec as specs
-
-    floors = load_floors(floors_path)
+    floors = sig.load_floors(floors_path)
     primaries = []
     for name in experiments:
         declared = specs.load_spec(name).primary
@@ -80,20 +76,6 @@ def load_primaries(floors_path: Path = FLOORS, experiments: tuple[str, ...] = EX
                 raise ConfigError(f"error: {where}: primary.floors.{index}.task {check.task!r} is not in {floors_path.name}")
         primaries.append({"experiment": name, **declared.model_dump(exclude_none=True)})
     return floors, primaries
-
-
-def load(name: str):
-    """The experiment's spec (experiments/specs/<name>.yaml)."""
-    import spec as specs
-
-    return specs.load_spec(name)
-
-
-def reader(name: str, experiment, store: harness.RecordStore) -> Values:
-    """``values(setting, key)`` as the experiment's own page reads its arms (experiments/run.py's reader)."""
-    import run
-
-    return run.values_reader(experiment, store)
 
 
 def old_verdict(comparison_low: float, comparison_high: float, direction: int, n: int) -> str:
@@ -144,7 +126,7 @@ def primary_rows(results_dir: Path, path: Path = FLOORS) -> list[tuple[dict, Row
     for primary in primaries:
         name = primary["experiment"]
         store = harness.RecordStore(name, results_dir)
-        values = reader(name, load(name), store)
+        values = run.values_reader(specs.load_spec(name), store)
         comparison = harness.compare(store, primary["treatment"], primary["baseline"], primary["metric"],
                                      primary["direction"], values=values)
         checks = [(arm, c["metric"], c["task"], "f1" if "f1" in c["metric"] else "accuracy")
@@ -175,22 +157,6 @@ def _primary_p(row: Row) -> float:
 
 # ----------------------------------------------------------------------------------------- exploratory
 
-Item = tuple[str, harness.Comparison, list[FloorCheck], float | None]
-
-
-def declared_items(experiment, store: harness.RecordStore) -> list[Item]:
-    """(label, comparison, floor checks, TOST margin or None) of every comparison the spec declares
-    (experiments/run.py); the primary is taken out afterwards."""
-    import run
-
-    values = run.values_reader(experiment, store)
-    items = []
-    for declared, _, t, b in run.comparisons(experiment, store):
-        items.append((f"{t} − {b}", harness.compare(store, t, b, declared.metric, declared.direction, values=values),
-                      run.floor_checks(declared), declared.margin or None))
-    return items
-
-
 NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
          "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
 
@@ -204,60 +170,24 @@ def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str,
     for name in EXPERIMENTS:
         if not (results_dir / f"{name}.json").exists():
             continue
-        module = load(name)
-        store = harness.RecordStore(name, results_dir)
-        values = reader(name, module, store)
+        experiment, store = specs.load_spec(name), harness.RecordStore(name, results_dir)
+        values = run.values_reader(experiment, store)
         seen = set()
-        for label, c, checks, margin in declared_items(module, store):
-            key = (name, c.treatment, c.baseline, c.key)
+        for declared, _, t, b in run.comparisons(experiment, store):
+            key = (name, t, b, declared.metric)
             if key in taken or key in seen:
                 continue
             seen.add(key)
-            rows.append(row_of(name, label, c, floor_of(values, checks, floors), margin, NOTES.get(name, "")))
+            c = harness.compare(store, t, b, declared.metric, declared.direction, values=values)
+            rows.append(row_of(name, f"{t} − {b}", c, floor_of(values, run.floor_checks(declared), floors),
+                               declared.margin or None, NOTES.get(name, "")))
     return rows
 
 
 # --------------------------------------------------------------------------------------------- markdown
 
-TITLE = "## The existing records under the new statistics"
-
-RULES = """Issue 25 (item 2) re-reads every record already in `docs/results/*.json` under stricter statistics, with no
-new run (`experiments/rereport.py`, `experiments/significance.py`). For each comparison, the pairs are the ones its
-section uses (by seed or draw). For each pair it gives n, Δ = mean(treatment − baseline), a 95 % **t-interval**
-(Student t, n − 1 degrees of freedom), the paired **t-test** p and an **exact sign-flip permutation** p (all 2^n sign
-vectors; the smallest possible p is 2/2^n: 0.25 at n = 3, 0.0625 at n = 5, 0.002 at n = 10). So with the 3 or 5
-seeds these records have, no primary can reach p < 0.05 even before Holm. Only the SCL few-shot draws (n = 10) can.
-
-**One primary per paper**, declared in its spec's `primary:` block
-([`experiments/specs/<name>.yaml`](../experiments/specs); first committed in `experiments/primaries.yaml`, whose git
-history is part of the registration): metric, direction, test, floors, reason. These primaries were declared
-**after** the issue-12 records were made, so for those records the choice is post hoc. Each is the headline claim
-its script already reported, and the spec says why. They bind every rerun.
-
-How a primary gets its verdict:
-- Its p is the larger of the t-test and permutation p values: both tests must agree.
-- **Holm** adjusts that p across the seven primaries. An untestable primary counts as p = 1.
-- The verdict takes exactly one of four values:
-  - **no evidence (floor)** when an arm is less than 3 points above its task's majority accuracy, or its F1 is
-    below the all-positive F1;
-  - else **reproduced** if the Holm p < 0.05 with Δ in the paper's direction;
-  - **opposite** if the Holm p < 0.05 against the paper's direction;
-  - otherwise **inconclusive**.
-
-Every other comparison is **exploratory**. It shows its interval and p values, but no verdict word. The "similar"
-claims show a TOST p at the margin given in its row. The column "old rule" applies the issue-12 rule to the same
-pairs: a 95 % percentile-bootstrap interval that excludes 0 in the paper's direction, the rule the issue-12 pages
-used; the summary table and the sections below use the new rule.
-
-A two-level bootstrap (seeds × test items) is not given: the records keep each run's scores, not its per-item
-predictions, so it needs reruns that record them."""
-
-
+PAGE = Path(__file__).resolve().parent / "pages" / "rereport.md"
 _f, _p = sig.signed, sig.pvalue
-
-
-def _interval(row: Row) -> str:
-    return sig.interval(row.stats)
 
 
 def _direction(direction: int) -> str:
@@ -273,7 +203,7 @@ def primary_table(found: list[tuple[dict, Row, float, str]]) -> str:
         if row.note:
             floor += f"; {row.note}"
         rows.append([primary["experiment"], f"`{row.label}`", row.metric, _direction(row.direction), row.stats.n,
-                     _f(row.stats.delta), _interval(row), _p(row.stats.t_p), _p(row.stats.permutation_p),
+                     _f(row.stats.delta), sig.interval(row.stats), _p(row.stats.t_p), _p(row.stats.permutation_p),
                      _p(p), floor, f"**{word}**", row.old])
     return harness.markdown_table(headers, rows)
 
@@ -285,17 +215,9 @@ def exploratory_table(rows: list[Row]) -> str:
     for row in rows:
         tost = f"{_p(row.tost)} (±{row.margin:g})" if row.margin else "–"
         cells.append([row.experiment, f"`{row.label}`", row.metric, _direction(row.direction), row.stats.n,
-                      _f(row.stats.delta), _interval(row), _p(row.stats.t_p), _p(row.stats.permutation_p), tost,
-                      row.floor or "–", sig.EXPLORATORY, row.old])
+                      _f(row.stats.delta), sig.interval(row.stats), _p(row.stats.t_p), _p(row.stats.permutation_p),
+                      tost, row.floor or "–", sig.EXPLORATORY, row.old])
     return harness.markdown_table(headers, cells)
-
-
-def _carried(row: Row) -> bool:
-    """Whether the t-interval excludes 0 in the paper's direction, off the floor (what "reproduced" needed)."""
-    low, high = row.stats.low, row.stats.high
-    if math.isnan(low) or row.floor:
-        return False
-    return low > 0 if row.direction > 0 else high < 0
 
 
 # The old rule's words and the new verdict that says the same thing.
@@ -303,53 +225,16 @@ SAME = {"reproduced": sig.REPRODUCED, "not reproduced": sig.INCONCLUSIVE,
         "not reproduced (interval against the paper)": sig.OPPOSITE}
 
 
-def changes(found: list[tuple[dict, Row, float, str]], rows: list[Row]) -> str:
-    """The plain list of the verdicts that change."""
-    lines = ["Old verdicts that change:", ""]
-    for primary, row, _, word in found:
-        mark = "unchanged in effect" if SAME.get(row.old) == word else "**changes**"
-        lines.append(f"- {primary['experiment']} primary `{row.label}`: old rule *{row.old}* → **{word}** ({mark}).")
-    lines.append("")
-    old_yes = [r for r in rows if r.old == "reproduced"]
-    weakened = [r for r in old_yes if not _carried(r)]
-    against = [r for r in rows if r.old.startswith("not reproduced (interval")]
-    lines.append(
-        f"- Exploratory comparisons: {len(rows)} in all; none carries a verdict word now. The old rule called "
-        f"{len(old_yes)} of them reproduced. For {len(weakened)} of those, the t-interval does not exclude 0 in the "
-        "paper's direction, or an arm is on the floor:")
-    lines += [f"  - {r.experiment} `{r.label}` ({r.metric}): {_interval(r)}"
-              f"{'; floor: ' + r.floor if r.floor else ''}" for r in weakened]
-    if against:
-        lines.append(f"- {len(against)} had a bootstrap interval against the paper's direction (the pages say "
-                     "\"not reproduced\", or for CAPT \"the opposite holds\"). They are exploratory now, and have no "
-                     "\"opposite\" verdict:")
-        lines += [f"  - {r.experiment} `{r.label}` ({r.metric}): t-interval {_interval(r)}"
-                  f"{'; ' + r.note if r.note else ''}" for r in against]
-    lines.append("")
-    lines.append("The summary table and the sections below are rendered from the specs under this rule: each "
-                 "section's primary row carries the verdict above, every other row is exploratory.")
-    return "\n".join(lines) + "\n"
-
-
 def section(results_dir: Path, path: Path = FLOORS) -> str:
-    """The markdown section for RESULTS.md."""
+    """The markdown section for RESULTS.md: experiments/pages/rereport.md over the floors, the primaries and the
+    exploratory rows (which old verdicts change, and how)."""
     floors, _ = load_primaries(path)
     found = primary_rows(results_dir, path)
     rows = exploratory_rows(results_dir, [primary for primary, *_ in found], floors)
-    floor_line = "Floors used (points ×100, from experiments/floors.yaml): " + "; ".join(
-        f"{task} " + ", ".join(part for part in (
-            f"majority {floor.majority:g}" if floor.majority is not None else "",
-            f"all-positive F1 {floor.all_positive_f1:g}" if floor.all_positive_f1 is not None else "") if part)
-        for task, floor in floors.items()
-    ) + (". The label-flip runs (scl_noise) are checked by their test accuracy against SST-2's majority. "
-         "STS correlations and gradient ratios have no majority floor.")
-    reasons = "\n".join(f"- **{p['experiment']}**: {p['claim']}. Why this comparison: {p['reason']}."
-                        for p, *_ in found)
-    return "\n".join([
-        TITLE, "", RULES, "", floor_line, "", "### Primary comparisons (one per paper, Holm over the seven)", "",
-        primary_table(found), reasons, "", "### What changes", "", changes(found, rows),
-        "### Exploratory comparisons (intervals only, no verdict)", "", exploratory_table(rows),
-    ])
+    return specs.render(PAGE.read_text(encoding="utf-8"), {
+        "floors": floors, "found": found, "rows": rows, "primary_table": primary_table(found),
+        "exploratory_table": exploratory_table(rows), "interval": sig.interval,
+        "same": lambda row, word: SAME.get(row.old) == word})
 
 
 if __name__ == "__main__":

@@ -3,20 +3,10 @@
     python experiments/run.py simcse --data-root ../shared/data --budget-minutes 90   # run, or go on with, it
     python experiments/run.py simcse --report-only                                     # the page and plots only
 
-What it does with a spec (experiments/spec.py):
-
-1. **Plan.** Every setting × grid point × seed: the settings with fixed seeds first (evaluations of a start),
-   then seed by seed over the rest, so that a sitting cut by its budget leaves the seeds balanced.
-2. **Run.** Each missing run is a recipe run (``load_config`` + ``run_recipe``) with the setting's overrides, or a
-   hook function of ``experiments/hooks/<name>.py``; its record keeps the overrides, the sizes, the metrics, the
-   time, the load average and the provenance, with the **resolved config** and the **data files' SHA-256** that
-   the run wrote into its folder (issue 25, item 9) before the folder is deleted. Records made with other sizes
-   stop the run with one ``error:`` line (the report still renders them, with a warning).
-3. **Estimate.** The setting's ``cost`` expression (experiments/cost.py's names over the sizes) is its reference
-   seconds; the budget scales it by the sitting's median wall / reference (harness.Calibration).
-4. **Report.** ``experiments/specs/<name>.md`` is a Jinja2 template rendered over the sizes, the records and the
-   functions of :func:`page_context` (cells, comparisons, tables), plus the hook's ``context(page)``; the page is
-   written to ``<results>/<name>.md`` and the plots (experiments/plots.py) beside it.
+It plans every setting × grid point × seed (fixed-seed settings first, then seed by seed, so that a sitting cut
+by its budget leaves the seeds balanced), runs what is missing (a recipe run or a hook function), records each run
+with its provenance, resolved config and data hashes, and renders ``specs/<name>.md`` over :func:`page_context`
+(plus the hook's ``context(page)``) and the plots (experiments/README.md says the rest).
 """
 
 from __future__ import annotations
@@ -45,6 +35,7 @@ import significance as sig  # noqa: E402
 import spec as specs  # noqa: E402
 
 HOOKS_DIR = Path(__file__).resolve().parent / "hooks"
+VERDICT = Path(__file__).resolve().parent / "pages" / "summary_verdict.md"  # a summary row's verdict cell
 TYPES = {"int": int, "float": float, "str": str, "ints": int, "floats": float}
 
 
@@ -136,11 +127,20 @@ def mismatched(store: harness.RecordStore, runs: list[Run]) -> list[str]:
 # ----------------------------------------------------------------------------------------------- runs
 
 
-def _finite(value) -> float | None:
+def finite(value) -> float | None:
+    """``value`` as a float, None where it is None, NaN or infinite (JSON keeps no NaN)."""
     if value is None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def remove(folder: Path) -> None:
+    """Delete a run folder (checkpoints and weights: the metrics are what is kept), then its setting's folder
+    once its last seed is gone."""
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        folder.parent.rmdir()
 
 
 def keep_metrics(experiment: specs.Spec, evaluated: dict) -> dict:
@@ -148,7 +148,7 @@ def keep_metrics(experiment: specs.Spec, evaluated: dict) -> dict:
     missing = [key for key in experiment.metrics if key not in evaluated]
     if missing:
         raise KeyError(f"the evaluation lacks {', '.join(missing)}; it gave {', '.join(sorted(evaluated))}")
-    metrics = {key: _finite(evaluated[key]) for key in experiment.metrics}
+    metrics = {key: finite(evaluated[key]) for key in experiment.metrics}
     for key, parts in experiment.derived.items():
         values = [metrics[part] for part in parts]
         metrics[key] = statistics.fmean(values) if None not in values else None
@@ -217,13 +217,11 @@ def train(run: Run, args: argparse.Namespace) -> tuple[dict, dict]:
     losses = [r["loss"] for r in read_log(summary["log_path"]) if r.get("loss") is not None]
     selected = summary["best_step"] if summary["best_step"] is not None else summary["last_step"]  # none: the last
     metrics.update(last_step=int(summary["last_step"]), selected_step=int(selected),
-                   final_train_loss=_finite(losses[-1]) if losses else None)
+                   final_train_loss=finite(losses[-1]) if losses else None)
     if run.setting.metrics_hook:
         metrics.update(getattr(load_hook(run.spec.hook), run.setting.metrics_hook)(run, summary, args))
     inputs = run_folder_record(run.output_dir, Path(args.data_root))
-    shutil.rmtree(run.output_dir, ignore_errors=True)  # checkpoints and weights: the metrics are what is kept
-    with contextlib.suppress(OSError):
-        run.output_dir.parent.rmdir()  # the setting's folder, once its last seed is gone
+    remove(run.output_dir)
     return metrics, inputs
 
 
@@ -368,10 +366,11 @@ def comparison_table(experiment: specs.Spec, store: harness.RecordStore, labels:
 
 def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argparse.Namespace) -> dict:
     """What the page template sees: the sizes, the run counts, the estimate, the command and the functions
-    ``cell(setting, key)``, ``values(setting, key)``, ``paired(treatment, baseline, key)``, ``interval(...)``."""
+    ``cell(setting, key)``, ``values(setting, key)``, ``paired(treatment, baseline, key)``, ``floor_reason(settings,
+    task, key, kind)`` (:func:`significance.floor_reason` of the arms' means, None off the floor), ..."""
     runs = plan(experiment, args)
     values, own = values_reader(experiment, store), values_reader(experiment, store, stand_in=False)
-    extra = extra_flags(experiment, args)
+    extra, floors = extra_flags(experiment, args), sig.load_floors()
     context = {
         **sizes_of(experiment, args), "spec": experiment, "args": args, "store": store, "seeds": args.seeds,
         "done": sum(store.has(r.name, r.seed) for r in runs), "total": len(runs),
@@ -384,6 +383,9 @@ def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argpa
         "mean": lambda setting, key: _mean(values(setting, key)), "table": harness.markdown_table,
         "comparison_table": partial(comparison_table, experiment, store),
         "fmt": lambda value, spec=".2f": "–" if value is None or math.isnan(value) else format(value, spec),
+        "floors": floors, "floor_points": sig.FLOOR_POINTS,  # experiments/floors.yaml; the reason of the arms' means:
+        "floor_reason": lambda settings, task, key, kind="accuracy": sig.floor_reason(
+            {s: _mean(values(s, key)) for s in settings if values(s, key)}, floors[task], kind),
     }
     hook = load_hook(experiment.hook)
     if hook is not None and hasattr(hook, "context"):
@@ -411,16 +413,9 @@ def summary(experiment: specs.Spec, store: harness.RecordStore, args: argparse.N
     args = args or build_parser(experiment).parse_args([])
     context = page_context(experiment, store, args)
     numbers = specs.render(experiment.summary_numbers, context).strip()
-    verdict = "" if context["done"] == context["total"] else f"partial: {context['done']}/{context['total']} runs; "
-    found = primary_verdict(experiment, store.results_dir)
-    if found:
-        primary, p, word, caveat = found
-        stats = context["paired"](primary["treatment"], primary["baseline"], primary["metric"])
-        verdict += (f"primary `{primary['treatment']} − {primary['baseline']}` ({primary['metric']}, n = {stats.n}): "
-                    f"**{word}**, Δ {sig.signed(stats.delta)} {sig.interval(stats)}, Holm p {sig.pvalue(p)}"
-                    + (f" ({caveat})" if caveat else "") + "; every other comparison exploratory")
-    else:
-        verdict += "exploratory: no declared primary (not one of the seven papers' claims), intervals only"
+    verdict = specs.render(VERDICT.read_text(encoding="utf-8"), {
+        **context, "found": primary_verdict(experiment, store.results_dir), "signed": sig.signed,
+        "interval": sig.interval, "pvalue": sig.pvalue}).strip()
     return {"paper": experiment.paper, "claim": experiment.claim, "numbers": numbers, "verdict": verdict}
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import stats as _stats
@@ -38,6 +39,7 @@ ALPHA = 0.05
 EXACT_UP_TO = 16  # 2^16 = 65,536 sign vectors
 MONTE_CARLO_FLIPS = 10_000
 FLOOR_POINTS = 3.0  # an arm within this many points of the majority accuracy is on the floor
+FLOORS = Path(__file__).resolve().parent / "floors.yaml"
 
 
 def paired_differences(treatment: Mapping[int, float], baseline: Mapping[int, float]) -> tuple[list[int], np.ndarray]:
@@ -189,6 +191,17 @@ class Floor:
 
     majority: float | None = None
     all_positive_f1: float | None = None
+
+
+def load_floors(path: Path = FLOORS) -> dict[str, Floor]:
+    """The tasks' floors (experiments/floors.yaml)."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        return {task: Floor(**values) for task, values in data.items()}
+    except TypeError as error:
+        raise ValueError(f"error: {path.name}: {error}") from None
 
 
 def floor_reason(arm_means: Mapping[str, float], floor: Floor, metric: str) -> str | None:

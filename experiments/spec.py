@@ -11,22 +11,7 @@ that renders to an empty string is dropped, so ``{% if eval_limit is not none %}
 endif %}`` adds a key only when its size is given. A comparison's fields are templates over its own grid, which may
 carry the metric (``metric: "{{ metric }}"``). A setting's ``implied`` overrides are what records made before an
 option existed meant (its default then): every run gets them, and a record lacking exactly them still matches.
-
-Example (``experiments/specs/simcse.yaml``, shortened)::
-
-    name: simcse
-    seeds: [1, 2, 3]
-    sizes:
-      unsup_steps: {default: 100, help: training steps of the unsupervised runs}
-    settings:
-      - name: "{{ kind }}/{{ pooling }}"
-        grid: {kind: [unsup, sup], pooling: [cls, mean]}
-        recipe: "simcse-{{ kind }}"
-        set: ["seed={{ seed }}", "method_args.pooling={{ pooling }}"]
-        cost: "LOAD_S + SAVE_S + train_seconds(2 * unsup_steps * unsup_batch_size, tokens('wiki1m', max_length))"
-    comparisons:
-      - {treatment: "{{ kind }}/{{ pooling }}", baseline: "before/{{ pooling }}", metric: avg3_spearman,
-         grid: {kind: [unsup, sup], pooling: [cls, mean]}}
+The specs beside this file are the examples; experiments/README.md describes the fields.
 """
 
 from __future__ import annotations

@@ -14,14 +14,13 @@ draw of ``train_rows`` rows made with the fine-tuning seed (label distribution k
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import shutil
 import statistics
 from pathlib import Path
 
 import harness
+from run import finite, remove
 
 TASKS = ("sst2", "mrpc", "rte")
 METRIC = "accuracy"  # §3.2 / Table 5: accuracy for SST-2, MRPC and RTE
@@ -29,10 +28,6 @@ METRIC = "accuracy"  # §3.2 / Table 5: accuracy for SST-2, MRPC and RTE
 # predicting "paraphrase": 2·279 / (2·279 + 129).
 MAJORITY = {"sst2": 50.92, "mrpc": 68.38, "rte": 52.71, "mrpc_f1": 81.22}
 MAJORITY["avg"] = statistics.fmean(MAJORITY[t] for t in TASKS)
-
-
-def _float(value) -> float | None:
-    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def _folder(run) -> Path:
@@ -60,7 +55,7 @@ def _last_losses(log_path: Path, count: int = 3) -> dict[str, float | None]:
     records = [r for r in read_log(log_path) if "loss" in r]
     found: dict[str, float | None] = {}
     for key, name in (("loss/mlm", "loss_mlm"), ("loss/capt", "loss_capt"), ("grad_norm", "grad_norm")):
-        values = [_float(r[key]) for r in records[-count:] if r.get(key) is not None]
+        values = [finite(r[key]) for r in records[-count:] if r.get(key) is not None]
         found[name] = statistics.fmean(values) if values and None not in values else None
     return found
 
@@ -76,8 +71,8 @@ def _pretrain(run, args) -> dict:
     final = Path(stage["final_model_dir"])
     if not final.is_dir():
         raise RuntimeError(f"pre-training {variant}: no final encoder in {final}")
-    metrics = {"stsb_dev_spearman_start": _float(stage.get("start_metrics", {}).get("stsb_dev_spearman")),
-               "stsb_dev_spearman": _float(stage["metrics"].get("stsb_dev_spearman")),
+    metrics = {"stsb_dev_spearman_start": finite(stage.get("start_metrics", {}).get("stsb_dev_spearman")),
+               "stsb_dev_spearman": finite(stage["metrics"].get("stsb_dev_spearman")),
                "steps": float(stage["last_step"]), **_last_losses(Path(stage["log_path"]))}
     inputs = _inputs(run.output_dir / "pretrain", args, config)  # the recipe's pre-training stage folder
     folder = _weights(run, variant)
@@ -86,7 +81,7 @@ def _pretrain(run, args) -> dict:
     shutil.move(str(final), str(folder / "encoder"))
     stored = {"overrides": run.comparable(), "metrics": metrics, "inputs": inputs}
     (folder / "pretrain.json").write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")  # written last
-    _remove(run.output_dir)  # checkpoints with the optimiser state
+    remove(run.output_dir)  # checkpoints with the optimiser state
     return stored
 
 
@@ -97,12 +92,6 @@ def _inputs(stage_dir: Path, args, config) -> dict:
     inputs = runner.run_folder_record(stage_dir, Path(args.data_root))
     inputs["resolved_config"] = inputs.get("resolved_config") or config.model_dump(mode="json")
     return inputs
-
-
-def _remove(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        folder.parent.rmdir()  # the setting's folder, once its last seed is gone
 
 
 def pretrain(run, args) -> tuple[dict, dict]:
@@ -144,8 +133,8 @@ def finetune(run, args) -> tuple[dict, dict]:
                           final_report=lambda _m: description)
     found = run_training(stage, bundle)["metrics"]
     inputs = _inputs(Path(stage.output_dir), args, stage)
-    _remove(run.output_dir)
-    metrics = {name: _float(found.get(f"{task}_dev_{name}")) for name in ("accuracy", "f1", "mcc")}
+    remove(run.output_dir)
+    metrics = {name: finite(found.get(f"{task}_dev_{name}")) for name in ("accuracy", "f1", "mcc")}
     if metrics[METRIC] is None:
         raise RuntimeError(f"{run.name} seed {seed}: no {task}_dev_{METRIC} in {sorted(found)}")
     metrics.update(n_train=float(description["n_train"]), n_eval=float(description["n_eval"]))
@@ -187,9 +176,9 @@ def task_average(spec, store, values):
 
 
 def context(page: dict) -> dict:
-    """The page's CAPT functions: ``pretrained(variant, key)``,
-    the majority figures, ``on_floor(task)`` (the variants within 3 points of the majority), the measured time per
-    stage and whether the STS-B and GLUE rankings agree."""
+    """The page's CAPT functions: ``pretrained(variant, key)``, the majority figures, ``on_floor(task)`` (the
+    variants within 3 points of the majority), the measured minutes per stage and whether the STS-B and GLUE
+    rankings agree."""
     store = page["store"]
     variants = ["none", "mlm", "mask", "shuffle", "mask-fixed"]
 
@@ -197,22 +186,15 @@ def context(page: dict) -> dict:
         record = store.get(f"pretrain/{variant}", 0)
         return None if record is None else record["metrics"].get(key)
 
-    minutes: dict[str, float] = {}
+    minutes: dict[str, float] = {}  # measured run time per stage
     for record in store.records:
         head, _, tail = record["setting"].partition("/")
         key = "pre-training" if head == "pretrain" else f"{tail} fine-tuning"
         minutes[key] = minutes.get(key, 0.0) + record["wall_s"] / 60
-    total = sum(minutes.values())
-    measured = ""
-    if minutes:
-        over = total - harness.DEFAULT_BUDGET_MINUTES
-        measured = (f" Measured: {total:.1f} min of run time ("
-                    + ", ".join(f"{key} {value:.1f}" for key, value in minutes.items()) + ")"
-                    + (f", {over:.0f} min past the issue's {harness.DEFAULT_BUDGET_MINUTES:.0f}-min limit" if over > 0
-                       else "") + ".")
     sts = {v: pretrained(v, "stsb_dev_spearman") for v in variants[1:]}
     glue = {v: page["mean"](f"{v}/avg", METRIC) for v in variants[1:]}
     same_rank = None not in sts.values() and sorted(sts, key=sts.get) == sorted(glue, key=glue.get)
-    return {"variants": variants, "majority": MAJORITY, "pretrained": pretrained, "measured": measured,
+    return {"variants": variants, "majority": MAJORITY, "pretrained": pretrained, "minutes": minutes,
+            "limit_minutes": harness.DEFAULT_BUDGET_MINUTES,
             "same_rank": same_rank,
             "on_floor": lambda task: [v for v in variants if page["mean"](f"{v}/{task}", METRIC) < MAJORITY[task] + 3]}

@@ -7,15 +7,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from run import finite
+
 GRAD_FLOOR = 1e-8  # a gradient norm of exactly 0 (every margin met) counts as this in the log ratios
 PARTS = ("alignment", "uniformity", "total")
 FINAL_TASKS = ("stsb:dev", "sickr:dev")
 CHECK_TOLERANCE = 0.05  # Spearman ×100: the reloaded final encoder must reproduce the run's last score
 NO_CHANGE, START, SHIPPED = "1×", "start", "start/mean"
-
-
-def _finite(value) -> float | None:
-    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def final_scores(encoder, data_root: Path, limit: int | None) -> dict:
@@ -25,8 +23,8 @@ def final_scores(encoder, data_root: Path, limit: int | None) -> dict:
     result = evaluate_tasks(encoder, list(FINAL_TASKS), data_root, batch_size=128, limit=limit)
     metrics = {}
     for name, task in result["tasks"].items():
-        metrics.update({f"{name}_dev_spearman": _finite(task.get("spearman")),
-                        f"{name}_dev_pearson": _finite(task.get("pearson")), f"{name}_dev_n": int(task["n"])})
+        metrics.update({f"{name}_dev_spearman": finite(task.get("spearman")),
+                        f"{name}_dev_pearson": finite(task.get("pearson")), f"{name}_dev_n": int(task["n"])})
     return metrics
 
 
@@ -67,8 +65,8 @@ def curves(log_path: Path) -> dict:
     losses = [r for r in records if "loss" in r]
     found = {"steps": [int(r["step"]) for r in evals]}
     found.update({f"grad_{part}": [float(r[f"eval/grad_{part}"]) for r in evals] for part in PARTS})
-    found.update(stsb_subset_spearman=[_finite(r.get("eval/stsb_dev_spearman")) for r in evals],
-                 loss_steps=[int(r["step"]) for r in losses], train_loss=[_finite(r["loss"]) for r in losses])
+    found.update(stsb_subset_spearman=[finite(r.get("eval/stsb_dev_spearman")) for r in evals],
+                 loss_steps=[int(r["step"]) for r in losses], train_loss=[finite(r["loss"]) for r in losses])
     return found
 
 
@@ -102,8 +100,8 @@ def gradient_metrics(run, summary, args) -> dict:
     if abs(reloaded - run_score) > CHECK_TOLERANCE:
         raise RuntimeError(f"{where}: the reloaded final encoder scores {reloaded:.3f} on the first "
                            f"{sizes['eval_limit']} STS-B dev pairs, the run logged {run_score:.3f}")
-    return {**final_scores(encoder, data_root, sizes["final_limit"]), "stsb_subset_spearman_end": _finite(run_score),
-            "stsb_subset_spearman_start": _finite(summary["start_metrics"].get("stsb_dev_spearman")),
+    return {**final_scores(encoder, data_root, sizes["final_limit"]), "stsb_subset_spearman_end": finite(run_score),
+            "stsb_subset_spearman_start": finite(summary["start_metrics"].get("stsb_dev_spearman")),
             **gradient_summary(found), "curves": found}
 
 
@@ -124,8 +122,7 @@ def values(spec, store, read):
 
 def context(page: dict) -> dict:
     """``ratio(t, b, key)``: the geometric-mean ratio exp(Δ) with its 95 % t-interval, from the paired log ratios;
-    ``delta(t, b, key)``: Δ with its t-interval; ``g`` / ``g4``: 3 / 4 significant digits; ``run_minutes``: one
-    training's reference minutes."""
+    ``delta(t, b, key)``: Δ with its t-interval; ``run_minutes``: one training's reference minutes."""
 
     def ratio(treatment: str, baseline: str, key: str) -> str:
         stats = page["paired"](treatment, baseline, key)
@@ -145,6 +142,4 @@ def context(page: dict) -> dict:
 
     trainings = [r for r in runner.plan(page["spec"], page["args"]) if r.name != START]
     return {"ratio": ratio, "delta": delta, "GRAD_FLOOR": GRAD_FLOOR,
-            "g": lambda value: "–" if value is None or math.isnan(value) else f"{value:.3g}",
-            "g4": lambda value: "–" if value is None or math.isnan(value) else f"{value:.4g}",
             "run_minutes": trainings[0].reference_seconds() / 60 if trainings else math.nan}

@@ -1,26 +1,10 @@
-"""Gradient dissipation measured directly (experiments/specs/gd_mechanism.yaml): per-anchor gradient norm against
-the anchor's margin for every pair objective of the ``gd`` recipe, on embeddings computed once, no training.
-
-Nie, Zhang & Mao (ICLR 2023) say InfoNCE's gradient "quickly drops and vanishes as soon as the negative example
-is adequately further away from the anchor than the positive example", and that the decoupled losses
-(alignment + uniformity, DCL) lack this. The measurement (issue 25, item 7), one run for every loss:
-
-- the encoder is the ``gd`` recipe's model at step 0 ([CLS] + the recipe's fresh SimCSE MLP, built under the
-  recipe's seed), in TRAIN mode: each of the first ``pairs`` wiki1m training sentences is encoded twice with
-  dropout on (SimCSE's twins x_k, y_k; the recipe's max length), under a fixed seed, without gradients;
-- the losses are every registered pair objective (``objectives_taking("pairs")``), each made by the recipe's
-  ``make_gd_objective`` with the recipe's temperature, margins, λ and form;
-- in batches of ``batch`` anchors (the other anchors' twins are the negatives), anchor k's gradient norm is
-  ‖(I − x_k x_kᵀ) ∇_{x_k} (B · L)‖ on the L2-normalised anchors in float64 (the tangent part moves a unit
-  vector), and its margin is s_pos − max s_neg = cos(x_k, y_k) − max_{j≠k} cos(x_k, y_j);
-- the anchors are cut into ``bins`` equal-count margin bins (the same for every loss); each bin keeps its count,
-  the median gradient norm per loss and the share of exact zeros (the margin losses' hinges).
-
-The rule (declared before the first run): a loss **fades** when the median norm in the top margin bin is below
-``FADE_RATIO`` (10 %) of the median in the bottom bin (zeros count); a bottom median of 0 is "no gradient".
-
-The plot (every anchor's norm against its margin, one panel per loss) needs the per-anchor values, which the
-record leaves out: the run draws it (:func:`plot`, ``<results>/gd_mechanism.png``); ``--report-only`` keeps it.
+"""Gradient dissipation measured directly (experiments/specs/gd_mechanism.yaml; issue 25, item 7): per-anchor
+gradient norm against the anchor's margin s_pos − max s_neg for every pair objective of the ``gd`` recipe, on
+dropout twins of the first ``pairs`` wiki1m sentences encoded once by the recipe's step-0 model (train mode, fixed
+seed), in batches of ``batch`` anchors, binned into ``bins`` equal-count margin bins (the page, gd_mechanism.md,
+says the method in full). The rule, declared before the first run: a loss **fades** when the median norm in the
+top margin bin is below ``FADE_RATIO`` (10 %) of the bottom bin's (zeros count); a bottom median of 0 is "no
+gradient". The per-anchor plot needs values the record leaves out: the run draws it (:func:`plot`).
 """
 
 from __future__ import annotations
@@ -172,30 +156,16 @@ def measure(run, args) -> tuple[dict, dict]:
     return {**metrics, "cpu_s": time.process_time() - cpu}, {}
 
 
-def _g(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
-
-
 def context(page: dict) -> dict:
-    """The page's pieces from the one record: the bin table, the verdict lists, the provenance of the run."""
+    """The page's pieces from the one record (its bin table is the page's): the verdict lists and the provenance."""
     record = next(iter(page["store"].records), None)
     if record is None:
         return {"found": None}
-    numbers, edges = record["metrics"], record["metrics"]["edges"]
-    losses = numbers["losses"]
-    ranges = [f"{edges[i]:+.3f}…{edges[i + 1]:+.3f}" for i in range(len(edges) - 1)]
-    counts = next(iter(losses.values()))["bins"]
-    rows = [["margin", *ranges, "", ""], ["anchors", *[str(b["n"]) for b in counts], "", ""]]
-    for name, loss in losses.items():
-        cells = [_g(b["median"]) + (f" ({b['zero_share']:.0%} = 0)" if b["zero_share"] else "") for b in loss["bins"]]
-        rows.append([name, *cells, _g(loss["top_over_bottom"]), loss["verdict"]])
-    headers = ["loss", *[f"bin {i + 1}" for i in range(len(ranges))], "top / bottom", "verdict"]
-    provenance = record.get("provenance") or {}
+    losses, provenance = record["metrics"]["losses"], record.get("provenance") or {}
     return {"found": {
-        "record": record, "settings": numbers["settings"], "provenance": provenance,
-        "versions": provenance.get("versions") or provenance, "edges": edges, "rule": f"{FADE_RATIO:.0%}",
-        "table": harness.markdown_table(headers, rows),
-        "fading": [name for name, loss in losses.items() if loss["verdict"] == "fades"],
+        "record": record, "settings": record["metrics"]["settings"], "provenance": provenance, "losses": losses,
+        "versions": provenance.get("versions") or provenance, "edges": record["metrics"]["edges"],
+        "rule": f"{FADE_RATIO:.0%}", "fading": [name for name, loss in losses.items() if loss["verdict"] == "fades"],
         "steady": [name for name, loss in losses.items() if loss["verdict"] != "fades"],
         "hinges": ", ".join(f"{name} {loss['bins'][-1]['zero_share']:.0%}" for name, loss in losses.items()
                             if loss["bins"][-1]["zero_share"]) or "none"}}

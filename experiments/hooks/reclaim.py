@@ -3,10 +3,8 @@ BENCHMARKS.md's ``bench/reclaim_overhead.py`` blocks for the page (read from the
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-import shutil
 import statistics
 from pathlib import Path
 
@@ -64,11 +62,11 @@ def train_arm(run, args) -> tuple[dict, dict]:
     task, scores, report = config.data.task, result["metrics"], result.get("report") or {}
     log = read_log(result["log_path"])
     n = int(report["n_train"])
-    metrics = {"metric": runner._finite(scores[f"{task}_dev_{REPORTED[task]}"]),
-               **{key: runner._finite(scores.get(f"{task}_dev_{key}")) for key in ("accuracy", "f1", "mcc")},
+    metrics = {"metric": runner.finite(scores[f"{task}_dev_{REPORTED[task]}"]),
+               **{key: runner.finite(scores.get(f"{task}_dev_{key}")) for key in ("accuracy", "f1", "mcc")},
                "n_train": n, "n_eval": report.get("n_eval"), **timing(log, n),
-               "task_loss_end": runner._finite(loss_at_end(log, "loss/ce" if plain else "loss/task")),
-               "ans_end": None if plain else runner._finite(loss_at_end(log, "loss/ans"))}
+               "task_loss_end": runner.finite(loss_at_end(log, "loss/ce" if plain else "loss/task")),
+               "ans_end": None if plain else runner.finite(loss_at_end(log, "loss/ans"))}
     if report.get("train_label_counts"):
         metrics["train_label_counts"] = report["train_label_counts"]
     skipped = max((int(r.get("skipped_nonfinite", 0)) for r in log), default=0)
@@ -77,9 +75,7 @@ def train_arm(run, args) -> tuple[dict, dict]:
                            f"skipped for a non-finite loss (see {result['log_path']}); not recorded")
     folder = run.output_dir / f"seed-{run.seed}" if plain else run.output_dir  # scl trains under seed-<s>/
     inputs = runner.run_folder_record(folder, Path(args.data_root))
-    shutil.rmtree(run.output_dir, ignore_errors=True)  # checkpoints: ~430 MB a run
-    with contextlib.suppress(OSError):
-        run.output_dir.parent.rmdir()  # the setting's folder, once its last seed is gone
+    runner.remove(run.output_dir)  # checkpoints: ~430 MB a run
     return metrics, inputs
 
 
@@ -124,37 +120,22 @@ def bench_overhead(path: Path = BENCHMARKS, suffix: str = "") -> dict:
             "in_batch_mib": [r.get("+ MiB", "?") for r in block_rows(block) if r.get("negatives") == "in_batch"]}
 
 
+def _sentences():
+    """The macros ``text`` and ``numbers`` of experiments/pages/reclaim_bench.md."""
+    import spec as specs
+
+    return specs.TEMPLATES.from_string((harness.REPO / "experiments" / "pages" / "reclaim_bench.md").read_text(
+        encoding="utf-8")).module
+
+
 def bench_text(path: Path = BENCHMARKS) -> str:
     """One plain sentence of what the blocks say (or that they are absent)."""
-    result, where = bench_overhead(path), "BENCHMARKS.md's `bench/reclaim_overhead.py` block"
-    if result["status"] == "missing":
-        return f"{where} is missing ({result['path']} has none): no full-size overhead has been measured"
-    if result["status"] != "ok":
-        return f"{where} ({result['date']}) holds no top-K row with the kept index to read"
-    parts = "; ".join(f"{r['bank_rows']} bank rows: {r['time_pct']:+.1f} % time per step, {r['extra_mib']} MiB peak"
-                      for r in result["rows"])
-    memory = f" (in-batch negatives row: {' / '.join(result['in_batch_mib'])} MiB)" if result["in_batch_mib"] else ""
-    paired, paired_text = bench_overhead(path, INTERLEAVED), ""
-    if paired["status"] == "ok":
-        paired_parts = "; ".join(f"{r['bank_rows']} bank rows: {r['time_pct']:+.1f} %" for r in paired["rows"])
-        paired_text = (f"; paired in time within each process (`--interleave`, its block `{INTERLEAVED}`, "
-                       f"{paired['date']}), the figure to read for time: {paired_parts}")
-    return (f"{where} ({result['date']}; one process per variant) measures top-K = {result['k']} with the kept IVF "
-            f"index over its baseline step (no RECLAIM) at full bank sizes: {parts}{memory}{paired_text}")
+    return str(_sentences().text(bench_overhead(path), bench_overhead(path, INTERLEAVED), INTERLEAVED))
 
 
 def bench_numbers(path: Path = BENCHMARKS) -> str:
     """The summary row's part: top-K time per bank size (the paired block's where there is one) and memory."""
-    result, paired = bench_overhead(path), bench_overhead(path, INTERLEAVED)
-    if result["status"] == "missing":
-        return "bench overhead: no BENCHMARKS.md block"
-    if result["status"] != "ok":
-        return "bench overhead: no top-K row"
-    time = [f"{r['time_pct']:+.0f} % at {r['bank_rows']} rows" for r in result["rows"]]
-    if paired["status"] == "ok":
-        time = [f"{r['time_pct']:+.0f} % at {r['bank_rows']} rows paired in time" for r in paired["rows"]] + time[1:]
-    memory = ", ".join(f"{r['extra_mib']} MiB at {r['bank_rows']}" for r in result["rows"])
-    return f"bench top-K: {', '.join(time)}; memory {memory}"
+    return str(_sentences().numbers(bench_overhead(path), bench_overhead(path, INTERLEAVED)))
 
 
 # ------------------------------------------------------------------------------------------------ page
@@ -176,23 +157,7 @@ def overhead(values, treatment: str, baseline: str, bootstrap: bool = False, sho
 
 
 def context(page: dict) -> dict:
-    """The page's extra functions: ``overhead(t, b)``, the bench sentence and numbers, the task floors
-    (``floor_text(task)``, ``on_floor(task, settings)``: the arms on the floor on the task's reported metric)."""
-    import rereport
-
-    floors, values = rereport.load_floors(), page["values"]
-
-    def kind(task: str) -> str:
-        return "f1" if REPORTED[task] == "f1" else "accuracy"
-
-    def on_floor(task: str, settings: list[str]) -> str:
-        means = {s: statistics.fmean(found.values()) for s in settings if (found := values(s, "metric"))}
-        return sig.floor_reason(means, floors[task], kind(task)) or "none"
-
-    def floor_text(task: str) -> str:
-        floor = floors[task]
-        return f"all-positive F1 {floor.all_positive_f1:g}" if kind(task) == "f1" else f"majority {floor.majority:g} %"
-
-    return {"overhead": lambda t, b, bootstrap=False, short=False: overhead(values, t, b, bootstrap, short), "bench": bench_text(),
-            "bench_numbers": bench_numbers(), "floors": floors, "floor_points": sig.FLOOR_POINTS,
-            "on_floor": on_floor, "floor_text": floor_text}
+    """The page's extra functions: ``overhead(t, b)``, the bench sentence and numbers."""
+    values = page["values"]
+    return {"overhead": lambda t, b, bootstrap=False, short=False: overhead(values, t, b, bootstrap, short),
+            "bench": bench_text(), "bench_numbers": bench_numbers()}

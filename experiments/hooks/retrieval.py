@@ -1,22 +1,9 @@
 """Retrieval's hook (experiments/specs/retrieval.yaml): the BEIR folder built from the shared SNLI triplets
-(``prepare``) and the four commands a user runs, as docs/RETRIEVAL.md gives them (mine -> train -> eval ir ->
-encode), as the runs.
-
-The data: ``nli/snli_devtest_for_simcse.csv`` of the data root (sent0, sent1, hard_neg: a premise, a hypothesis it
-entails and one it contradicts; SimCSE's supervised format built from SNLI dev + test). Given a premise, find the
-hypotheses it entails among every hypothesis of the file (the contradicting one of the same premise among them: a
-lexically close distractor).
-
-- The corpus: every distinct hypothesis text, one document each, shared by training and evaluation queries.
-- The premises are split with a fixed seed: ``test_queries`` (1,000) for ``qrels/test.tsv``, ``dev_queries`` (500)
-  for ``qrels/dev.tsv``, the rest for training; a query's relevant documents are its entailed hypotheses.
-- ``train_pairs.csv`` (anchor, positive): the training premises with their entailed hypotheses, less any pair whose
-  hypothesis is relevant to an evaluation query; ``train_triplets.csv`` (anchor, positive, negative): the same rows
-  with the file's own contradicted hypothesis, where neither hypothesis is relevant to an evaluation query.
-
-The folder (``<runs>/retrieval/nli-retrieval``): corpus.jsonl, queries.jsonl, qrels/{test,dev}.tsv (the BEIR
-layout, ``ir:FOLDER@test``), corpus.txt (``encode -i``), train_pairs.csv, train_triplets.csv, manifest.json (the
-counts, the seed, the source's SHA-256). The held-out part is ours: state it beside every number built on it.
+(``prepare``: ``nli/snli_devtest_for_simcse.csv``, premises as queries in a seeded split, the hypotheses as the
+corpus, the entailed ones relevant; docs/RETRIEVAL.md, "The data") and the four commands a user runs, as
+docs/RETRIEVAL.md gives them (mine -> train -> eval ir -> encode), as the runs. The folder
+(``<runs>/retrieval/nli-retrieval``): corpus.jsonl, queries.jsonl, qrels/{test,dev}.tsv, corpus.txt,
+train_pairs.csv, train_triplets.csv (where neither hypothesis is relevant to an evaluation query), manifest.json.
 Alone::
 
     .venv/bin/python experiments/hooks/retrieval.py --data-root ../shared/data --output runs/nli-retrieval

@@ -11,10 +11,8 @@ the gap grow with noise").
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import math
-import shutil
 import statistics
 from pathlib import Path
 
@@ -54,9 +52,7 @@ def run_draw(run, args) -> tuple[dict, dict]:
     if noise and abs(flipped - round(noise * subset)) > max(2, 0.01 * subset):
         raise RuntimeError(f"{run.name} seed {run.seed}: {flipped} labels flipped, expected {round(noise * subset)}")
     inputs = runner.run_folder_record(run.output_dir, Path(args.data_root))
-    shutil.rmtree(run.output_dir, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        run.output_dir.parent.rmdir()
+    runner.remove(run.output_dir)
     return metrics, inputs
 
 

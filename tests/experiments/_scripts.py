@@ -1,6 +1,6 @@
 """Load an ``experiments/<name>.py`` script as a module, the way ``python experiments/<name>.py`` sees its
-folder (the scripts import ``harness`` from beside them), without running its ``main``: the tests use
-``harness.load_experiment``, the same loader as ``experiments/results_page.py``."""
+folder (the scripts import ``harness`` from beside them), without running its ``main``
+(``harness.load_module``, the runner's loader of the hooks)."""
 
 from __future__ import annotations
 
@@ -17,4 +17,4 @@ import harness  # noqa: E402
 
 def load_experiment(name: str) -> ModuleType:
     """A fresh module object for ``experiments/<name>.py`` (named ``<name>_experiment``)."""
-    return harness.load_experiment(name)
+    return harness.load_module(EXPERIMENTS / f"{name}.py", f"{name}_experiment")

@@ -29,6 +29,6 @@ def test_the_provenance_section_counts_the_records_that_carry_one(tmp_path):
     ]
     store.save()
     (tmp_path / "scl_noise.json").write_text("[]\n", encoding="utf-8")
-    text = page.provenance_section(tmp_path)
+    text = page.provenance_table(tmp_path)
     assert "| simcse | 2 | 1 | 0 | 0 | git 0123456789ab, Python 3.11, torch 2.13, 1 torch threads, 2 CPUs (x) |" in text
     assert "| scl_noise | 0 | 0 | 0 | 0 | none: made before the records carried one |" in text
