@@ -1,12 +1,10 @@
-"""Load an ``experiments/<name>.py`` script as a module, the way ``python experiments/<name>.py`` sees its
-folder (the scripts import ``harness`` from beside them), without running its ``main``: the tests use
-``harness.load_experiment``, the same loader as ``experiments/results_page.py``."""
+"""The experiments' scripts as modules, as ``python experiments/<name>.py`` sees them (``harness`` beside them),
+without running their ``main``: ``harness.load_experiment``, the loader of ``experiments/results_page.py``."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from types import ModuleType
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 if str(EXPERIMENTS) not in sys.path:
@@ -14,7 +12,4 @@ if str(EXPERIMENTS) not in sys.path:
 
 import harness  # noqa: E402
 
-
-def load_experiment(name: str) -> ModuleType:
-    """A fresh module object for ``experiments/<name>.py`` (named ``<name>_experiment``)."""
-    return harness.load_experiment(name)
+load_experiment = harness.load_experiment  # a fresh module object for experiments/<name>.py, named <name>_experiment
