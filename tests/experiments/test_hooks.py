@@ -59,21 +59,17 @@ def test_capt_finetunes_on_its_variants_cached_encoder_wherever_the_runs_folder_
     assert hook._cached(pretrain, "mask", pretrain.comparable()) is None  # nothing pre-trained yet
 
 
-def _curves(align: tuple, unif: tuple, steps=(0, 50, 100)) -> dict:
-    a, u = ([start + (end - start) * i / 2 for i in range(3)] for start, end in (align, unif))
-    return {"steps": list(steps), "grad_alignment": a, "grad_uniformity": u,
-            "grad_total": [x + y for x, y in zip(a, u, strict=True)]}
-
-
 def test_gd_losses_reads_the_gradient_ratios_of_a_runs_curves():
     hook = run.load_hook("gd_losses")
-    metrics = hook.gradient_summary(_curves((2.0, 0.5), (1.0, 0.0)))
+    curves = {"steps": [0, 50, 100], "grad_alignment": [2.0, 1.25, 0.5], "grad_uniformity": [1.0, 0.5, 0.0],
+              "grad_total": [3.0, 1.75, 0.5]}
+    metrics = hook.gradient_summary(curves)
     assert (metrics["grad_alignment_start"], metrics["grad_alignment_end"], metrics["first_eval_step"]) == (2.0, 0.5, 50)
     assert [metrics[f"log_ratio_{key}"] for key in ("alignment", "alignment_vs_first", "uniformity")] == pytest.approx(
         [math.log(0.25), math.log(0.5 / 1.25), math.log(hook.GRAD_FLOOR)])  # a 0 counts as the floor
     assert hook.log_ratio(1.0, 0.0) is None and hook.log_ratio(None, 1.0) is None
     with pytest.raises(RuntimeError, match="not 0"):
-        hook.gradient_summary(_curves((1.0, 1.0), (1.0, 1.0), steps=(50, 100, 150)))
+        hook.gradient_summary({**curves, "steps": [50, 100, 150]})
 
 
 def test_multitask_trains_on_seeded_shuffles_of_its_files_made_once_and_keeps_the_records_names(data_root, tmp_path):
