@@ -1,6 +1,5 @@
-"""Load an ``experiments/<name>.py`` script as a module, the way ``python experiments/<name>.py`` sees its
-folder (the scripts import ``harness`` from beside them), without running its ``main``
-(``harness.load_module``, the runner's loader of the hooks)."""
+"""The experiments' modules (``experiments/<name>.py``) as ``python experiments/run.py`` sees them (``harness``
+beside them), without running a ``main``: ``harness.load_module``, the runner's loader of the hooks."""
 
 from __future__ import annotations
 

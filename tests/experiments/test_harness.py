@@ -1,115 +1,80 @@
-"""The experiments' shared harness: resumable records, the budget, the bootstrap verdict rule."""
+"""experiments/harness.py and cost.py: resumable, atomic records, the budget and its calibration, the cost tables,
+the bootstrap verdict rule and the report helpers."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 
-import numpy as np
 import pytest
 
+from tests.experiments._scripts import harness as h
 from tests.experiments._scripts import load_experiment
 
-h = load_experiment("harness")
+cost, TIMING = load_experiment("cost"), h.RunTiming([0.1] * 3, [0.1] * 3, 1.0)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return h.RecordStore("demo", tmp_path)
 
 
 def _metrics(setting: str, seed: int) -> tuple[dict, dict]:
+    if seed == 99:
+        raise RuntimeError("diverged")
     return {"setting": setting}, {"acc": (0.80 if setting == "t" else 0.70) + 0.01 * seed}
 
 
-def test_records_are_written_after_every_run_and_skipped_when_read_back(tmp_path):
-    store = h.RecordStore("demo", tmp_path)
-    calls = []
+def test_records_are_written_atomically_after_every_run_and_skipped_when_read_back(store, tmp_path):
+    calls, plan = [], [(s, seed) for seed in (1, 2, 3) for s in ("t", "b")]
 
     def run_one(setting, seed):
         calls.append((setting, seed))
         return _metrics(setting, seed)
 
-    plan = [(s, seed) for seed in (1, 2, 3) for s in ("t", "b")]
     assert h.run_plan(store, plan, run_one, h.Budget(10), 0.0) == 0
     records = json.loads((tmp_path / "demo.json").read_text())
-    assert [(r["setting"], r["seed"]) for r in records] == plan
-    for record in records:
-        assert {"seed", "setting", "config", "metrics", "wall_s", "load_before", "load_after"} <= set(record)
-        assert len(record["load_before"]) == 3 and isinstance(record["seed"], int)
-
+    assert [(r["setting"], r["seed"]) for r in records] == plan == calls
+    assert all({"config", "metrics", "wall_s", "load_after"} <= set(r) and len(r["load_before"]) == 3 for r in records)
+    assert list(tmp_path.iterdir()) == [tmp_path / "demo.json"]  # written by a rename: no temporary left
+    report = h.write_report(store, "## demo").read_text()  # the provenance and machine lines appended
+    assert re.match(r"## demo\n\nLatest run: .*load average [\d.]+–[\d.]+ over the runs; 6 runs, 0.0 min", report, re.S)
     calls.clear()
-    again = h.RecordStore("demo", tmp_path)
-    assert h.run_plan(again, plan + [("t", 4)], run_one, h.Budget(10), 0.0) == 0
+    assert h.run_plan(h.RecordStore("demo", tmp_path), [*plan, ("t", 4)], run_one, h.Budget(10), 0.0) == 0
     assert calls == [("t", 4)]  # only the new run
-
-
-def test_the_budget_stops_before_a_run_that_would_not_fit(tmp_path):
-    store = h.RecordStore("demo", tmp_path)
-    left = h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1), 120.0)
-    assert left == 2 and store.records == []
-    left = h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1), lambda setting: 1.0)
-    assert left == 0 and len(store.records) == 2
-
-
-def test_a_failed_run_raises_and_keeps_the_runs_before_it(tmp_path):
-    store = h.RecordStore("demo", tmp_path)
-
-    def run_one(setting, seed):
-        if seed == 2:
-            raise RuntimeError("diverged")
-        return _metrics(setting, seed)
-
-    with pytest.raises(RuntimeError, match="diverged"):
-        h.run_plan(store, [("t", 1), ("t", 2)], run_one, h.Budget(10), 0.0)
-    assert [r["seed"] for r in h.RecordStore("demo", tmp_path).records] == [1]
-
-
-def test_an_older_format_is_refused_by_name(tmp_path):
+    with pytest.raises(RuntimeError, match="diverged"):  # a failed run raises and keeps the runs before it
+        h.run_plan(h.RecordStore("demo", tmp_path), [("t", 5), ("t", 99)], run_one, h.Budget(10), 0.0)
+    assert [r["seed"] for r in h.RecordStore("demo", tmp_path).records] == [1, 1, 2, 2, 3, 3, 4, 5]
     (tmp_path / "demo.json").write_text(json.dumps({"curves": {}}))
-    with pytest.raises(ValueError, match="demo.json.*list of run records"):
+    with pytest.raises(ValueError, match="demo.json.*list of run records"):  # an older format, refused by name
         h.RecordStore("demo", tmp_path)
 
 
-def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_seeds():
-    rng = np.random.default_rng(0)
-    few = rng.normal(1.0, 1.0, size=5)
-    many = rng.normal(1.0, 1.0, size=200)
-    low, high = h.bootstrap_interval(few)
-    assert low <= few.mean() <= high
-    low_many, high_many = h.bootstrap_interval(many)
-    assert high_many - low_many < high - low
-    assert 0.6 < low_many < 1.0 < high_many < 1.4
-    assert all(math.isnan(v) for v in h.bootstrap_interval([0.3]))
-    assert h.bootstrap_interval([0.2, 0.2, 0.2]) == (0.2, 0.2)
+def test_the_budget_stops_before_a_run_that_would_not_fit_by_the_calibrated_estimate(store):
+    assert h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1), 120.0) == 2 and store.records == []
+    assert h.run_plan(store, [("t", 1), ("t", 2)], _metrics, h.Budget(1), lambda _: 1.0) == 0 and len(store.records) == 2
+    calibration = h.Calibration()
+    assert calibration.estimate(20.0) == 20.0  # no run yet
+    for reference, wall in ((10.0, 30.0), (10.0, 20.0), (10.0, 200.0), (0.0, 5.0)):  # 0 s: a reused result
+        calibration.observe(reference, wall)
+    assert calibration.ratios == [3.0, 2.0, 20.0] and calibration.estimate(20.0) == pytest.approx(60.0)
+    assert cost.tokens("mrpc", 32) == 32  # the cost tables name an unknown key
+    with pytest.raises(KeyError, match="error: no token count for 'qnli'"):
+        cost.tokens("qnli")
+    with pytest.raises(KeyError, match="error: no evaluation rows for 'wiki1m'"):
+        cost.dev_seconds("wiki1m")
 
 
-def test_verdict_needs_the_interval_to_exclude_zero_in_the_papers_direction(tmp_path):
-    store = h.RecordStore("demo", tmp_path)
-    h.run_plan(store, [(s, seed) for seed in range(1, 6) for s in ("t", "b")], _metrics, h.Budget(10), 0.0)
-    better = h.compare(store, "t", "b", "acc", direction=+1)
-    assert better.reproduced and better.verdict == "reproduced"
-    assert better.mean_difference == pytest.approx(0.10)
-    worse = h.compare(store, "t", "b", "acc", direction=-1)
-    assert not worse.reproduced and worse.verdict == "not reproduced at this scale"
-    assert "Δ = +10.00" in better.text(scale=100)
-    lonely = h.compare(store, "t", "missing", "acc")
-    assert lonely.seeds == [] and lonely.verdict == "not enough seeds"
-
-
-def test_noisy_differences_around_zero_are_not_reproduced(tmp_path):
-    store = h.RecordStore("demo", tmp_path)
-    for seed, (t, b) in enumerate([(0.71, 0.70), (0.69, 0.70), (0.72, 0.71), (0.68, 0.70), (0.70, 0.70)], 1):
-        timing = h.RunTiming([0.1, 0.1, 0.1], [0.1, 0.1, 0.1], 1.0)
-        store.add("t", seed, {}, {"acc": t}, timing)
-        store.add("b", seed, {}, {"acc": b}, timing)
-    comparison = h.compare(store, "t", "b", "acc")
-    assert comparison.low < 0 < comparison.high
-    assert comparison.verdict == "not reproduced at this scale"
-
-
-def test_report_helpers(tmp_path):
-    store = h.RecordStore("demo", tmp_path)
-    store.add("t", 1, {}, {"acc": 0.5}, h.RunTiming([0.5, 0.4, 0.3], [1.5, 0.9, 0.4], 60.0))
-    table = h.markdown_table(["a", "b"], [[1, "x"], [2, "y"]])
-    assert table.splitlines()[1] == "|---|---|" and "| 2 | y |" in table
-    assert h.fmt_mean_std([0.5, 0.7], scale=100) == "60.00 ± 14.14 (2)"
-    assert h.fmt_mean_std([]) == "–"
-    path = h.write_report(store, "## demo")
-    text = path.read_text()
-    assert text.startswith("## demo") and "load average 0.50–1.50" in text and "1 runs, 1.0 min" in text
+@pytest.mark.parametrize(("shift", "direction", "verdict"), [
+    (0.10, +1, "reproduced"), (0.10, -1, "not reproduced at this scale"), (0.0, +1, "not reproduced at this scale")])
+def test_the_bootstrap_verdict_needs_the_interval_to_exclude_zero_in_the_papers_direction(store, shift, direction, verdict):
+    for seed, noise in enumerate((0.01, -0.01, 0.02, -0.02, 0.0), 1):
+        store.add("t", seed, {}, {"acc": 0.7 + shift + noise}, TIMING)
+        store.add("b", seed, {}, {"acc": 0.7}, TIMING)
+    found = h.compare(store, "t", "b", "acc", direction=direction)
+    assert found.verdict == verdict and found.reproduced == (verdict == "reproduced")
+    assert found.mean_difference == pytest.approx(shift) and (found.low < 0 < found.high) == (shift == 0)
+    assert "Δ = +10.00" in found.text(scale=100) or shift == 0
+    assert h.compare(store, "t", "missing", "acc").verdict == "not enough seeds"
+    assert all(math.isnan(v) for v in h.bootstrap_interval([0.3])) and h.bootstrap_interval([0.2] * 3) == (0.2, 0.2)

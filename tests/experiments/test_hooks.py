@@ -1,0 +1,185 @@
+"""What each paper's hook (experiments/hooks/<name>.py) does that no spec can say, without training; the plans,
+configs, records and pages of every spec are tests/experiments/test_run.py's."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from contrastext import load_config, recipe_path
+from contrastext.data.readers.beir import read_beir
+from contrastext.objectives.registry import make_objective, objectives_taking
+from tests.experiments._scripts import load_experiment
+
+run, specs, harness = load_experiment("run"), load_experiment("spec"), load_experiment("harness")
+TIMING = harness.RunTiming()
+
+
+def _setup(name, tmp_path, *extra):
+    experiment = specs.load_spec(name)
+    args = run.build_parser(experiment).parse_args(["--results", str(tmp_path), "--runs", str(tmp_path / "runs"), *extra])
+    return experiment, args, harness.RecordStore(name, tmp_path), run.load_hook(experiment.hook)
+
+
+def test_scl_tunes_lam_per_draw_on_validation_and_reads_the_chance_level(tmp_path, data_root):
+    experiment, _, store, scl = _setup("scl_few_shot", tmp_path)
+    draws = {  # (validation, test): the test accuracies would pick otherwise
+        "n20/ce": {d: (60.0, 60.0) for d in (1, 2, 3, 4, 5)},
+        "n20/ce+scl@0.1": {1: (70.0, 90.0), 2: (80.0, 61.0), 3: (60.0, 90.0), 4: (70.0, 62.0), 5: (70.0, 90.0)},
+        "n20/ce+scl@0.5": {1: (75.0, 63.0), 2: (78.0, 90.0), 3: (65.0, 64.0), 4: (70.0, 90.0), 5: (99.0, 99.0)},
+        "n20/ce+scl@0.9": {1: (72.0, 90.0), 2: (79.0, 90.0), 3: (65.0, 90.0), 4: (70.0, 90.0)}}  # no draw 5
+    for setting, found in draws.items():
+        for d, (v, t) in found.items():
+            store.add(setting, d, {}, {"validation_accuracy": v, "test_accuracy": t, "best_step": 60 + d}, TIMING)
+    values = run.values_reader(experiment, store)
+    assert values("n20/ce+scl@tuned", "lam") == {1: 0.5, 2: 0.1, 3: 0.5, 4: 0.1}  # ties → the smaller λ
+    assert values("n20/ce+scl@tuned", "test_accuracy") == {1: 63.0, 2: 61.0, 3: 64.0, 4: 62.0}
+    assert values("n20/ce+scl@tuned", "best_step") == {1: 61.0, 2: 62.0, 3: 63.0, 4: 64.0}  # the picked run's
+    assert values("gap@n20", "test_accuracy") == {1: 3.0, 2: 1.0, 3: 4.0, 4: 2.0}
+    assert values("gap@n20/ce+scl@0.9", "test_accuracy") == {d: 30.0 for d in (1, 2, 3, 4)}
+    tuned = next(stats for _, stats, t, b in run.comparisons(experiment, store) if (t, b) == ("n20/ce+scl@tuned", "n20/ce"))
+    assert tuned.n == 4 and tuned.delta == 2.5
+    assert scl.at_chance([53.9], 50.9) and scl.at_chance([40.0], 50.9) and not scl.at_chance([54.0], 50.9)
+    assert scl.chance(str(data_root))[0] == pytest.approx(100 * 222 / 436)  # the test split's majority (of 214 + 222)
+
+
+def test_capt_finetunes_on_its_variants_cached_encoder_wherever_the_runs_folder_lies(tmp_path):
+    experiment, args, _, hook = _setup("capt", tmp_path)
+    runs = {(r.name, r.seed): r for r in run.plan(experiment, args)}
+    finetune, pretrain = runs[("mask/rte", 4)], runs[("pretrain/mask", 0)]
+    assert "model=<runs>/pretrained/mask/encoder" in finetune.overrides
+    assert hook._weights(finetune, "mask") == hook._weights(pretrain, "mask") == tmp_path / "runs/capt/pretrained/mask"
+    moved = [item.replace(str(tmp_path / "runs"), "/elsewhere/runs/experiments") for item in finetune.overrides]
+    assert run.comparable(moved) == finetune.comparable()  # a record made with another --runs
+    assert runs[("none/rte", 4)].overrides[1] == "model=bundled:all-MiniLM-L6-v2"
+    assert hook._cached(pretrain, "mask", pretrain.comparable()) is None  # nothing pre-trained yet
+
+
+def test_gd_losses_reads_the_gradient_ratios_of_a_runs_curves():
+    hook = run.load_hook("gd_losses")
+    curves = {"steps": [0, 50, 100], "grad_alignment": [2.0, 1.25, 0.5], "grad_uniformity": [1.0, 0.5, 0.0],
+              "grad_total": [3.0, 1.75, 0.5]}
+    metrics = hook.gradient_summary(curves)
+    assert (metrics["grad_alignment_start"], metrics["grad_alignment_end"], metrics["first_eval_step"]) == (2.0, 0.5, 50)
+    assert [metrics[f"log_ratio_{key}"] for key in ("alignment", "alignment_vs_first", "uniformity")] == pytest.approx(
+        [math.log(0.25), math.log(0.5 / 1.25), math.log(hook.GRAD_FLOOR)])  # a 0 counts as the floor
+    assert hook.log_ratio(1.0, 0.0) is None and hook.log_ratio(None, 1.0) is None
+    with pytest.raises(RuntimeError, match="not 0"):
+        hook.gradient_summary({**curves, "steps": [50, 100, 150]})
+
+
+def test_multitask_trains_on_seeded_shuffles_of_its_files_made_once_and_keeps_the_records_names(data_root, tmp_path):
+    _, args, _, hook = _setup("multitask", tmp_path, "--data-root", str(data_root))
+    prepared, target = hook.prepare(args), tmp_path / "runs" / "multitask" / "data"
+    assert prepared.data_root == str(target) and args.data_root == str(data_root)  # the page keeps the root given
+    for name in hook.SHUFFLED_FILES:
+        original, shuffled = (data_root / name).read_text().splitlines(), (target / name).read_text().splitlines()
+        assert shuffled[0] == original[0] and sorted(shuffled[1:]) == sorted(original[1:]) and shuffled != original
+    assert (target / "nli" / "snli_devtest_for_simcse.csv").is_symlink()
+    before = (target / hook.SHUFFLED_FILES[0]).stat().st_mtime_ns
+    assert hook.prepare(args) and (target / hook.SHUFFLED_FILES[0]).stat().st_mtime_ns == before  # made once
+    raw = {"minbert-sst_dev_accuracy": 31.0, "minbert-quora_dev_accuracy": 65.0, "minbert-sts_dev_pearson": 51.0}
+    found = hook.metrics(None, {"metrics": raw, "last_step": 96, "report": {"tasks": {"minbert-sst": {"n_train": 400}}}}, None)
+    assert [found[k] for k in ("sst_accuracy", "quora_accuracy", "sts_pearson", "steps", "n_train")] == [
+        31.0, 65.0, 51.0, 96, {"minbert-sst": 400}]
+
+
+def test_retrieval_builds_a_beir_folder_that_keeps_evaluation_text_out_of_training(data_root, tmp_path):
+    _, args, _, hook = _setup("retrieval", tmp_path, "--data-root", str(data_root))
+    built = hook.build(data_root, **hook.SPLIT)
+    queries = set(built["queries"].values())
+    relevant = {built["corpus"][document] for judged in built["qrels"].values() for _, document in judged}
+    assert not {anchor for anchor, _ in built["pairs"]} & queries and not {p for _, p in built["pairs"]} & relevant
+    assert not {anchor for anchor, _, _ in built["triplets"]} & queries
+    assert not {text for _, positive, negative in built["triplets"] for text in (positive, negative)} & relevant
+    manifest = built["manifest"]
+    assert manifest["corpus"] == len(built["corpus"]) >= 10_000 and manifest["queries"] == {"test": 1000, "dev": 500}
+    assert len(built["pairs"]) == manifest["train_pairs"] > 4000
+    assert len(built["triplets"]) == manifest["train_triplets"] > 4000
+    assert hook.prepare(args) is args
+    data, folder = read_beir(hook.folder(args), split="test"), hook.folder(args)
+    assert len(data.corpus) == len(built["corpus"]) and len(data.relevant_docs) == 1000
+    assert sum(len(docs) for docs in data.relevant_docs.values()) == len(built["qrels"]["test"])
+    assert json.loads((folder / "manifest.json").read_text(encoding="utf-8")) == manifest
+    with pytest.raises(SystemExit, match="exists and is not empty"):
+        hook.write(built, folder)
+    (tmp_path / "nli").mkdir()
+    (tmp_path / "nli" / "snli_devtest_for_simcse.csv").write_text("sent0,sent1,hard_neg\na,b,c\nd,,f\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"snli_devtest_for_simcse.csv:3: an empty text"):
+        hook.build(tmp_path, seed=0, test_queries=1, dev_queries=1)
+    log = [{"step": 10, "samples_per_s": 32.0}, {"step": 20, "samples_per_s": 64.0}, {"step": 30, "samples_per_s": 16.0}]
+    (tmp_path / "train_log.jsonl").write_text("".join(json.dumps(record) + "\n" for record in log))
+    (tmp_path / "config.yaml").write_text("train:\n  batch_size: 64\n")
+    (tmp_path / "metrics.json").write_text(json.dumps({"report": {"negatives": {"fill_s": 12.5}}}))
+    assert hook.training_cost(tmp_path) == {"steps": 30, "s_per_step": 2.0, "negatives_report": {"fill_s": 12.5}}
+
+
+BLOCK = """<!-- begin bench/reclaim_overhead.py{} -->
+- date: 2026-01-02 03:00 UTC; top-K = 100 (K = 100)
+| bank rows | negatives | search | ms/step | time vs baseline | peak MiB | + MiB |
+|---:|---|---|---:|---:|---:|---:|
+| 10 | in_batch | – | 101.0 | 1.010 | 1,200 | +200 |
+| 10 | top-K | ivf (kept) | 125.0 | 1.250 | 1,350 | +350 |
+| 1,000 | top-K | ivf (kept) | skipped: too big | – | – | – |
+<!-- end bench/reclaim_overhead.py{} -->
+"""
+
+
+def test_reclaim_plain_arm_trains_like_reclaim_its_step_time_and_the_bench_blocks(tmp_path):
+    experiment, args, _, hook = _setup("reclaim", tmp_path)
+    runs = {(r.name, r.seed): r for r in run.plan(experiment, args)}
+    for task in ("sst2", "mrpc", "rte"):  # scl at λ = 0 and reclaim agree on every train / data / eval key
+        plain, top = (load_config(recipe_path(r.recipe), r.overrides[1:]).model_dump()
+                      for r in (runs[(f"{task}/plain", 2)], runs[(f"{task}/top100", 2)]))
+        top["data"]["few_shot_sampling"] = top["data"]["few_shot_sampling"] or "per_class"  # reclaim's own draw
+        plain, top = ({**found, **found["method_args"]} for found in (plain, top))
+        assert [plain[k] for k in ("train", "data", "eval", "pooling", "head_dropout")] == [
+            top[k] for k in ("train", "data", "eval", "pooling", "head_dropout")]
+    log = [{"step": s, "samples_per_s": r, "loss/ans": 3.0} for s, r in enumerate([1.0, 16.0, 8.0, 16.0, 8.0, 16.0], 1)]
+    got = hook.timing(log, 40)  # 40 rows, batches of 32 and 8: step 1 slow (loader start); full 2 s, partial 0.5 s
+    assert [got["steps"], got["train_s"], got["step_ms"]] == [6, 32 + 0.5 + 4 + 0.5 + 4 + 0.5, 4000.0]  # ms: steps 3, 5
+    assert hook.step_sizes(40, 32, 6) == [32, 8] * 3
+    assert hook.loss_at_end(log, "loss/ans") == 3.0 and hook.loss_at_end(log, "loss/ce") is None
+    path = tmp_path / "BENCHMARKS.md"
+    assert hook.bench_overhead(path)["status"] == "missing"
+    assert hook.bench_numbers(path) == "bench overhead: no BENCHMARKS.md block"
+    path.write_text(BLOCK.format("", ""), encoding="utf-8")
+    found = hook.bench_overhead(path)
+    assert [found[key] for key in ("status", "date", "k", "in_batch_mib")] == ["ok", "2026-01-02 03:00 UTC", "100", ["+200"]]
+    assert found["rows"] == [{"bank_rows": "10", "time_pct": pytest.approx(25.0), "extra_mib": "+350"}]
+    assert hook.bench_numbers(path) == "bench top-K: +25 % at 10 rows; memory +350 MiB at 10"
+    paired = " " + hook.INTERLEAVED
+    path.write_text(BLOCK.format("", "") + BLOCK.format(paired, paired).replace("1.250", "1.125"), encoding="utf-8")
+    assert hook.bench_overhead(path, paired.strip())["rows"][0]["time_pct"] == pytest.approx(12.5)
+    assert hook.bench_numbers(path).startswith("bench top-K: +12 % at 10 rows paired in time")
+    path.write_text(BLOCK.format("", "").replace("ivf (kept)", "flat"), encoding="utf-8")
+    assert hook.bench_overhead(path)["status"] == "no top-K rows"
+
+
+def test_gd_mechanism_per_anchor_gradient_is_infonces_equation_and_a_tiny_model_is_measured_through_the_runner(
+        make_tiny_bert, data_root, tmp_path):
+    experiment, args, _, gd = _setup("gd_mechanism", tmp_path, "--data-root", str(data_root), "--pairs", "32",
+                                     "--batch", "16", "--bins", "4")
+    # ℓ_k = −log softmax_j(s_kj/τ)_k, s_kj = cos(x_k, y_j): B·L's gradient at a unit x_k is (1/τ)(Σ_j p_kj y_j − y_k)
+    # minus its component along x_k; the margin is s_kk − max_{j≠k} s_kj.
+    x, y = (F.normalize(torch.rand(3, 4, generator=torch.Generator().manual_seed(seed)).double(), dim=1) for seed in (1, 2))
+    s, tau = x @ y.T, 0.5
+    g = (torch.softmax(s / tau, dim=1) @ y - y) / tau
+    expected = (g - (g * x).sum(1, keepdim=True) * x).norm(dim=1).tolist()
+    objective = make_objective("infonce", temperature=tau)
+    assert gd.per_anchor_gradient_norms(objective, 3 * x, y).tolist() == pytest.approx(expected, rel=1e-9)
+    others = s.masked_fill(torch.eye(3, dtype=torch.bool), -2).max(dim=1).values
+    assert gd.margins(x, y).tolist() == pytest.approx((s.diagonal() - others).tolist(), abs=1e-12)
+    three = lambda bottom, top: [{"median": bottom}, {"median": 1.0}, {"median": top}]  # noqa: E731
+    assert [gd.fade_verdict(three(*ends))[1] for ends in ((1.0, 0.099), (1.0, 0.1), (0.0, 1.0))] == [
+        "fades", "does not fade", "no gradient"]  # the top bin's median under 0.10 of the bottom's
+    item = run.plan(experiment, args)[0]
+    item.overrides.append(f"model={make_tiny_bert()}")
+    metrics, _ = gd.measure(item, args)
+    assert set(metrics["losses"]) == set(objectives_taking("pairs")) and metrics["cpu_s"] > 0
+    assert metrics["settings"]["objectives"]["infonce"]["options"]["temperature"] == 0.05
+    assert metrics["losses"]["infonce"]["bins"][0]["n"] == 8 and (tmp_path / "gd_mechanism.png").stat().st_size > 10_000
