@@ -141,8 +141,8 @@ class RecordStore:
             "load_after": run.load_after,
             "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             # commit, dirty flag, versions, threads, CPU, CPU vs wall time; the resolved config and data hashes
-            "provenance": {**provenance(data=inputs.pop("data", None), config=inputs.pop("resolved_config", None)),
-                           **inputs},
+            "provenance": {**provenance(data=inputs.pop("data", None), config=inputs.pop("resolved_config", None),
+                                        outputs=self.outputs()), **inputs},
             **({"items": items} if items else {}),
             **extra,
         }
@@ -150,6 +150,15 @@ class RecordStore:
         self.records.append(record)
         self.save()
         return record
+
+    def outputs(self) -> tuple[str, ...]:
+        """This experiment's files under docs/results (the records, page and plots it writes), relative to the
+        checkout: they do not make the provenance's tree dirty."""
+        try:
+            relative = self.results_dir.resolve().relative_to(REPO)
+        except ValueError:  # results outside the checkout
+            return ()
+        return (f"{relative.as_posix()}/{self.name}.*", f"{relative.as_posix()}/{self.name}-*")
 
     def save(self) -> None:
         self.results_dir.mkdir(parents=True, exist_ok=True)

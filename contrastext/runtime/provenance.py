@@ -80,18 +80,19 @@ def code_folder() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def git_state(folder: str | os.PathLike | None = None) -> dict:
+def git_state(folder: str | os.PathLike | None = None, outputs: tuple[str, ...] = ()) -> dict:
     """``{"git_repository", "git_commit", "git_dirty"}`` of the git checkout holding ``folder``: by default the
     one the code runs from, else the working directory's. ``git_dirty`` is True when a tracked file is modified
-    or a file is untracked (ignored files do not count). All None when neither is a checkout (or git is
-    missing)."""
+    or a file is untracked (ignored files do not count, nor the paths in ``outputs``: files the run itself writes
+    into the checkout, relative to its root). All None when neither is a checkout (or git is missing)."""
     candidates = [Path(folder)] if folder is not None else [code_folder(), Path.cwd()]
     for candidate in candidates:
         root = _git(candidate, "rev-parse", "--show-toplevel")
         if not root:
             continue
         commit = _git(candidate, "rev-parse", "HEAD")  # None in a repository without a commit yet
-        status = _git(candidate, "status", "--porcelain")
+        excluded = [f":(top,exclude){path}" for path in outputs]
+        status = _git(candidate, "status", "--porcelain", *(["--", ":(top)", *excluded] if excluded else []))
         return {"git_repository": root, "git_commit": commit, "git_dirty": None if status is None else bool(status)}
     return {"git_repository": None, "git_commit": None, "git_dirty": None}
 
@@ -145,15 +146,16 @@ def process_times() -> dict[str, float]:
 
 
 def provenance(data: dict | None = None, config: dict | None = None,
-               repository: str | os.PathLike | None = None) -> dict:
+               repository: str | os.PathLike | None = None, outputs: tuple[str, ...] = ()) -> dict:
     """What produced a run (see the module docstring): a JSON-able dict.
 
     ``data``: the data files' fingerprints already taken (:func:`~contrastext.runtime.fingerprint.data_fingerprints`,
     ``{key: {"path", "fingerprint": {"size", "sha256", ...}}}``), kept as ``data``; ``config``: the fully resolved
     config (every key, defaults included), kept as ``config``; ``repository``: the folder whose git state to
-    record (default: the code's checkout, else the working directory's)."""
+    record (default: the code's checkout, else the working directory's); ``outputs``: paths relative to that
+    checkout's root that the run itself writes, which do not make it dirty."""
     record: dict = {"recorded_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
-    record.update(git_state(repository))
+    record.update(git_state(repository, outputs))
     record.update({
         "python": platform.python_version(),
         "python_executable": sys.executable,

@@ -52,6 +52,19 @@ def test_a_clean_checkout_then_a_modified_and_an_untracked_file_are_dirty(tmp_pa
     assert provenance(repository=tmp_path)["git_commit"] == commit
 
 
+def test_the_files_a_run_writes_itself_do_not_make_the_tree_dirty(tmp_path):
+    _repository(tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "exp.json").write_text("[]\n")
+    (tmp_path / "results" / "exp-delta.png").write_text("png\n")
+    assert git_state(tmp_path)["git_dirty"] is True
+    outputs = ("results/exp.*", "results/exp-*")
+    assert git_state(tmp_path, outputs)["git_dirty"] is False
+    assert provenance(repository=tmp_path / "results", outputs=outputs)["git_dirty"] is False  # from a subfolder
+    (tmp_path / "results" / "other.json").write_text("[]\n")
+    assert git_state(tmp_path, outputs)["git_dirty"] is True
+
+
 def test_no_git_checkout_gives_nulls_without_failing(tmp_path, monkeypatch):
     folder = tmp_path / "plain"
     folder.mkdir()
