@@ -41,11 +41,16 @@ def recording() -> Iterator[dict[str, dict[str, list[float]]]]:
 
 
 def record(prefix: str, predictions: Sequence, labels: Sequence) -> None:
-    """Keep one evaluated set's predictions and gold labels in every open recording (nothing when none is)."""
+    """Keep one evaluated set's predictions and gold labels in every open recording (nothing when none is). A set
+    whose predictions or labels are not one number each (a multi-label head) is not kept: a recording never fails
+    the evaluation it watches."""
     if not _RECORDINGS:
         return
     if len(predictions) != len(labels):
         raise ValueError(f"{prefix}: {len(predictions)} predictions for {len(labels)} labels")
-    kept = {"prediction": [float(value) for value in predictions], "label": [float(value) for value in labels]}
+    try:
+        kept = {"prediction": [float(value) for value in predictions], "label": [float(value) for value in labels]}
+    except (TypeError, ValueError):
+        return
     for found in _RECORDINGS:
         found[prefix] = kept

@@ -47,3 +47,6 @@ def test_head_predictions_are_recorded_the_last_evaluation_of_a_set_wins_and_eve
     assert 100 * correct == metrics["mine_dev_accuracy"] == 100.0
     with item_outputs.recording(), pytest.raises(ValueError, match="mine_dev: 2 predictions for 3 labels"):
         item_outputs.record("mine_dev", [1, 0], [1, 0, 1])
+    with item_outputs.recording() as found:
+        item_outputs.record("multi_dev", [[1, 0], [0, 1]], [0, 1])  # not one number an item: not kept
+    assert found == {}
