@@ -75,6 +75,18 @@ def warn_shortfall(sampler, epoch: int, got: int, expected: int) -> None:
                        epoch, got, expected, sampler.batch_size)
 
 
+def requeue(touched: dict, groups: dict, heap: list, in_heap: dict) -> None:
+    """After a batch: the rows each touched group parked go back in front of it (in order), and every group whose
+    first row changed goes back in the heap of groups ordered by their first row."""
+    for key, parked in touched.items():
+        queue = groups[key]
+        if parked:
+            queue.extendleft(reversed(parked))
+        if queue and in_heap.get(key) != queue[0]:
+            heapq.heappush(heap, (queue[0], key))
+            in_heap[key] = queue[0]
+
+
 class NoDuplicatesBatchSampler:
     """Batches of row indices in which no text appears twice (see the module docstring).
 
@@ -197,13 +209,7 @@ class NoDuplicatesBatchSampler:
                         for text in texts:
                             stamp[text] = number
                 fresh += 1
-            for key, parked in touched.items():  # the parked rows back in front, the groups back in the heap
-                queue = groups[key]
-                if parked:
-                    queue.extendleft(reversed(parked))
-                if queue and in_heap.get(key) != queue[0]:
-                    heapq.heappush(heap, (queue[0], key))
-                    in_heap[key] = queue[0]
+            requeue(touched, groups, heap, in_heap)
             if batch and (full or not drop_last):
                 batches.append(batch)
         return batches

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contrastext.data.batch_samplers import MAX_RESAMPLE_PASSES, warn_shortfall
+from contrastext.data.batch_samplers import MAX_RESAMPLE_PASSES, requeue, warn_shortfall
 
 CHUNK_ROWS = 1 << 20
 """Rows read, or positions of the permutation looked at, at a time."""
@@ -368,13 +368,7 @@ def walk(order: np.ndarray, shared: SharedTexts, batch_size: int, drop_last: boo
                         stamp[text] = number
             fresh += 1
             following += 1
-        for key, parked in touched.items():
-            queue = groups[key]
-            if parked:
-                queue.extendleft(reversed(parked))
-            if queue and in_heap.get(key) != queue[0]:
-                heapq.heappush(heap, (queue[0], key))
-                in_heap[key] = queue[0]
+        requeue(touched, groups, heap, in_heap)  # the parked rows back in front, the groups back in the heap
         if length and (full or not drop_last):
             record.starts.append(start)
             record.ends.append(fresh)
