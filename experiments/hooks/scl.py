@@ -1,5 +1,11 @@
 """SCL's hook (experiments/specs/scl_few_shot.yaml and scl_noise.yaml): one draw of the ``scl`` recipe, λ tuned
-per draw on validation (a values hook), and the page's chance level, top-3 figures and λ picks.
+per draw on validation or picked by the paper's rule (a values hook), and the page's chance level, top-3 figures and
+λ picks.
+
+**The paper's rule** (§4.1, issue 25 item 5). ``<prefix>/<family>@rule`` (e.g. ``n20-rule/ce@rule``) is the one
+setting ``<prefix>/<family>@<value>`` of the spec whose top 3 draws by validation accuracy have the best mean
+validation accuracy (ties → the first in the spec's grid), over the draws every candidate has; every key of it is
+that setting's, for every draw.
 
 **λ is tuned, not run.** ``<prefix>/ce+scl@tuned`` (prefix ``n20``, ``p40``, ...) is, per draw, the run of the
 λ in the spec's grid with the best VALIDATION accuracy (ties → the smaller λ); every key of it (test accuracy,
@@ -16,7 +22,7 @@ import math
 import statistics
 from pathlib import Path
 
-CE, TUNED = "ce", "ce+scl@tuned"
+CE, TUNED, RULE = "ce", "ce+scl@tuned", "rule"
 VALIDATION_KEY, TEST_KEY = "validation_accuracy", "test_accuracy"
 CHANCE_MARGIN = 3.0  # points above the majority-class share still counted "at chance" (the floor rule of experiments/floors.yaml)
 
@@ -104,6 +110,27 @@ def tuned_draws(values, prefix: str, lams) -> dict[int, float]:
     return {draw: min(runs, key=lambda lam: (-runs[lam][0][draw], lam)) for draw in sorted(complete)}
 
 
+def rule_candidates(spec, prefix: str, family: str) -> list[str]:
+    """The spec's setting names ``<prefix>/<family>@<value>`` (not ``@rule`` or ``@tuned``), in grid order."""
+    from spec import render  # experiments/spec.py
+
+    names = [render(s.name, {**point, "seed": 0}) for s in spec.settings for point in s.points()]
+    return [n for n in names if n.startswith(f"{prefix}/{family}@") and n.rpartition("@")[2] not in (RULE, "tuned")]
+
+
+def rule_pick(values, candidates: list[str]) -> str | None:
+    """The candidate the paper's rule picks, on the draws every candidate has; None while one has none."""
+    from contrastext.runs.scl import top_k_by_validation
+
+    found = {c: (values(c, VALIDATION_KEY), values(c, TEST_KEY)) for c in candidates}
+    draws = sorted(set.intersection(*(set(v) & set(t) for v, t in found.values()))) if found else []
+    if not draws:
+        return None
+    scores = {c: top_k_by_validation({d: {VALIDATION_KEY: v[d], TEST_KEY: t[d]} for d in draws},
+                                     VALIDATION_KEY, TEST_KEY, 3)["validation_mean"] for c, (v, t) in found.items()}
+    return max(candidates, key=lambda c: scores[c])
+
+
 def tuned_values(spec, store, values):
     """The spec's ``values_hook``: ``values`` plus ``<prefix>/ce+scl@tuned`` and ``gap@<prefix>[/<loss>]``."""
     lams = lam_grid(spec)
@@ -114,6 +141,10 @@ def tuned_values(spec, store, values):
             arm, ce = read(f"{prefix}/{loss or TUNED}", key), read(f"{prefix}/{CE}", key)
             return {d: arm[d] - ce[d] for d in sorted(set(arm) & set(ce))}
         prefix, _, loss = setting.partition("/")
+        family, _, choice = loss.partition("@")
+        if choice == RULE:
+            picked = rule_pick(values, rule_candidates(spec, prefix, family))
+            return {} if picked is None else values(picked, key)
         if loss != TUNED:
             return values(setting, key)
         picked = tuned_draws(values, prefix, lams)
@@ -188,11 +219,13 @@ def context(page: dict) -> dict:
         counts = collections.Counter(values(f"{prefix}/{TUNED}", "lam").values())
         return "λ " + ", ".join(f"{lam:g} ×{counts[lam]}" for lam in sorted(counts)) if counts else ""
 
+    def rule_choice(prefix: str, family: str = "ce+scl") -> str | None:
+        """The setting the paper's rule picks among ``<prefix>/<family>@<value>``."""
+        return rule_pick(values, rule_candidates(spec, prefix, family))
+
     def task_lam(prefix: str) -> float | None:
-        scores = {lam: top3(f"{prefix}/{scl_loss(lam)}") for lam in lams}
-        if None in scores.values() or not scores:
-            return None
-        return min(scores, key=lambda lam: (-scores[lam]["validation_mean"], lam))
+        picked = rule_choice(prefix)
+        return None if picked is None else float(picked.rpartition("@")[2])
 
     def median_step(setting: str) -> str:
         steps = list(values(setting, "best_step").values())
@@ -203,7 +236,7 @@ def context(page: dict) -> dict:
         found = [r["metrics"] for r in page["store"].records if r["setting"].startswith(prefix)]
         return f"{sum(m.get('best_step') != m.get('last_step') for m in found)} of {len(found)}"
 
-    return {"top3": top3, "not_last": not_last, "fmt_top": fmt_top, "picks": picks, "task_lam": task_lam, "median_step": median_step,
+    return {"top3": top3, "rule_choice": rule_choice, "not_last": not_last, "fmt_top": fmt_top, "picks": picks, "task_lam": task_lam, "median_step": median_step,
             "at_chance": lambda setting: at_chance(list(values(setting, TEST_KEY).values()), share),
             "share": share, "chance_text": text, "loss_label": loss_label, "lams": lams, "CE": CE, "TUNED": TUNED,
             "ceil": math.ceil, "complete": lambda prefix: len(tuned_draws(values, prefix, lams))}

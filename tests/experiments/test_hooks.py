@@ -43,6 +43,16 @@ def test_scl_tunes_lam_per_draw_on_validation_and_reads_the_chance_level(tmp_pat
     assert values("gap@n20/ce+scl@0.9", "test_accuracy") == {d: 30.0 for d in (1, 2, 3, 4)}
     tuned = next(stats for _, stats, t, b in run.comparisons(experiment, store) if (t, b) == ("n20/ce+scl@tuned", "n20/ce"))
     assert tuned.n == 4 and tuned.delta == 2.5
+    rule = {  # validation accuracies of draws 1-5: the top 3's mean picks, not the mean of all
+        "n20-rule/ce@head_lr=1e-05": [90, 90, 90, 10, 10], "n20-rule/ce@head_lr=0.0001": [80] * 5,
+        "n20-rule/ce@head_lr=0.001": [90, 90, 90, 0, 0],  # tied with 1e-05: the first in the grid
+        "n20-rule/ce+scl@0.1": [70] * 5, "n20-rule/ce+scl@0.5": [60, 60, 60, 60, 99], "n20-rule/ce+scl@0.9": [65] * 4}
+    for setting, found in rule.items():  # test accuracy: draw + 50, so the picked setting shows in the values
+        for d, v in enumerate(found, 1):
+            store.add(setting, d, {}, {"validation_accuracy": v, "test_accuracy": d + v / 1000}, TIMING)
+    values = run.values_reader(experiment, store)  # ce+scl@0.5's draw 5 is not one every candidate has
+    assert values("n20-rule/ce@rule", "test_accuracy") == {d: d + v / 1000 for d, v in enumerate(rule["n20-rule/ce@head_lr=1e-05"], 1)}
+    assert values("n20-rule/ce+scl@rule", "validation_accuracy") == {d: 70 for d in range(1, 6)}
     assert scl.at_chance([53.9], 50.9) and scl.at_chance([40.0], 50.9) and not scl.at_chance([54.0], 50.9)
     assert scl.chance(str(data_root))[0] == pytest.approx(100 * 222 / 436)  # the test split's majority (of 214 + 222)
 
