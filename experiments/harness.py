@@ -96,6 +96,9 @@ def one_run_record(payload: dict) -> dict:
             "load_before": timing.get("load_before"), "load_after": timing.get("load_after"), "provenance": found}
 
 
+ITEMS = "items:"  # RecordStore.values: a record's per-item predictions and labels, not a metric
+
+
 class RecordStore:
     """The run records of one experiment in ``<results_dir>/<name>.json`` (read back on creation)."""
 
@@ -170,7 +173,11 @@ class RecordStore:
         os.replace(temporary, self.path)
 
     def values(self, setting: str, key: str) -> dict[int, float]:
-        """``seed -> metrics[key]`` of one setting (runs that lack the key are left out)."""
+        """``seed -> metrics[key]`` of one setting (runs that lack the key are left out); ``items:<set>``: the
+        record's ``items[<set>]`` (``{"prediction": [...], "label": [...]}``) instead of a number."""
+        if key.startswith(ITEMS):
+            found = {r["seed"]: r.get("items", {}).get(key.removeprefix(ITEMS)) for r in self.records if r["setting"] == setting}
+            return {seed: items for seed, items in found.items() if items}
         return {
             r["seed"]: float(r["metrics"][key])
             for r in self.records

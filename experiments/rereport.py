@@ -157,8 +157,12 @@ def _primary_p(row: Row) -> float:
 
 # ----------------------------------------------------------------------------------------- exploratory
 
-NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds",
-         "gd_losses": "n = 3 seeds: the permutation p cannot go below 0.25"}
+NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds"}
+
+
+def small_n_note(n: int) -> str:
+    """At 2 ≤ n ≤ 5 the exact sign-flip p cannot go below 2 / 2^n ≥ 0.0625: say so."""
+    return f"n = {n} seeds: the permutation p cannot go below {2 / 2**n:g}" if 2 <= n <= 5 else ""
 
 
 def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str, sig.Floor] | None = None) -> list[Row]:
@@ -179,8 +183,9 @@ def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str,
                 continue
             seen.add(key)
             c = harness.compare(store, t, b, declared.metric, declared.direction, values=values)
+            note = "; ".join(part for part in (NOTES.get(name, ""), small_n_note(len(c.seeds))) if part)
             rows.append(row_of(name, f"{t} − {b}", c, floor_of(values, run.floor_checks(declared), floors),
-                               declared.margin or None, NOTES.get(name, "")))
+                               declared.margin or None, note))
     return rows
 
 

@@ -355,10 +355,32 @@ def comparison_table(experiment: specs.Spec, store: harness.RecordStore, labels:
             tost = f"{sig.pvalue(sig.tost_p(differences, declared.margin))} (±{declared.margin:g})"
         rows.append([f"`{treatment}` − `{baseline}`", (labels or {}).get(declared.metric, declared.metric),
                      "Δ > 0" if declared.direction > 0 else "Δ < 0", stats.n, sig.signed(stats.delta),
-                     sig.interval(stats), sig.pvalue(stats.t_p), sig.pvalue(stats.permutation_p), tost, label])
-    headers = ["comparison", "metric", "paper's direction", "n", "Δ", "95 % t-interval", "t p", "permutation p",
-               "TOST p (margin)", "label"]
+                     sig.interval(stats), two_level(values, declared), sig.pvalue(stats.t_p),
+                     sig.pvalue(stats.permutation_p), tost, label])
+    headers = ["comparison", "metric", "paper's direction", "n", "Δ", "95 % t-interval",
+               "two-level bootstrap (seeds × items)", "t p", "permutation p", "TOST p (margin)", "label"]
     return harness.markdown_table(headers, rows)
+
+
+def two_level(values: Callable[[str, str], dict], declared: specs.ComparisonSpec) -> str:
+    """The 95 % two-level bootstrap interval (seeds × the test items, :mod:`significance`) of a comparison that
+    names its ``items``: of the accuracy ×100, or of Spearman ×100 when its metric is one; over the seeds both arms
+    recorded the same items for; "–" otherwise."""
+    if not declared.items:
+        return "–"
+    key = harness.ITEMS + declared.items
+    treatment, baseline = values(declared.treatment, key), values(declared.baseline, key)
+    seeds = sorted(set(treatment) & set(baseline))
+    labels = [treatment[seed]["label"] for seed in seeds] + [baseline[seed]["label"] for seed in seeds]
+    if len(seeds) < 2 or any(label != labels[0] for label in labels):
+        return "–"
+    t, b = (np.array([arm[seed]["prediction"] for seed in seeds], dtype=float) for arm in (treatment, baseline))
+    if "spearman" in declared.metric:
+        low, high = sig.two_level_spearman(t, b, np.array(labels[0], dtype=float))
+    else:
+        gold = np.array(labels[0], dtype=float)
+        low, high = sig.two_level_bootstrap(100.0 * (t == gold), 100.0 * (b == gold))
+    return f"[{sig.signed(low)}, {sig.signed(high)}] (n = {len(seeds)} × {len(labels[0])})"
 
 
 # --------------------------------------------------------------------------------------------- report

@@ -158,6 +158,32 @@ def two_level_bootstrap(
     return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
+def two_level_spearman(treatment: np.ndarray, baseline: np.ndarray, labels: np.ndarray, confidence: float = 0.95,
+                       resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of the mean paired difference of Spearman ρ ×100, resampling seeds and then items.
+
+    ``treatment`` and ``baseline``: (seeds, items) arrays of per-item scores, row i of both from the same seed;
+    ``labels``: the items' gold scores. Each resample draws seeds with replacement and one set of items with
+    replacement, used for every seed and both arms; ρ is the Pearson correlation of average ranks (scipy's).
+    """
+    from scipy.stats import rankdata
+
+    t, b, gold = np.asarray(treatment, dtype=float), np.asarray(baseline, dtype=float), np.asarray(labels, dtype=float)
+    n_seeds, n_items = t.shape
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for r in range(resamples):
+        rows, columns = rng.integers(0, n_seeds, n_seeds), rng.integers(0, n_items, n_items)
+        ranks = rankdata(np.concatenate([t[np.ix_(rows, columns)], b[np.ix_(rows, columns)]]), axis=1)
+        ranks -= ranks.mean(axis=1, keepdims=True)
+        reference = rankdata(gold[columns])
+        reference -= reference.mean()
+        rho = ranks @ reference / np.sqrt((ranks**2).sum(axis=1) * (reference**2).sum())
+        means[r] = 100.0 * (rho[:n_seeds] - rho[n_seeds:]).mean()
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+
+
 @dataclass(frozen=True)
 class Paired:
     """One paired comparison: n, Δ = d̄, the t-interval, the t-test p and the sign-flip permutation p."""

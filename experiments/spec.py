@@ -100,6 +100,9 @@ class ComparisonSpec(_Strict):
     margin: float | str | None = None  # a "similar" claim: TOST at this margin ("": none)
     floor_task: str | None = None  # check both arms against this task's floor (experiments/floors.yaml); "": none
     floors: list[FloorSpec] = Field(default_factory=list)  # further checks: other metrics or settings than the arms
+    # the records' item set (``items`` key, e.g. sst2_test) whose per-item correctness ×100 averages to ``metric``:
+    # a two-level bootstrap (seeds × items) is given beside the t-interval (issue 25: test sets under 1,000 rows)
+    items: str | None = None
 
     def at(self, point: dict[str, Any]) -> ComparisonSpec:
         """The comparison at one grid point: its templates rendered, each floor check named per arm."""
@@ -114,7 +117,8 @@ class ComparisonSpec(_Strict):
         return self.model_copy(update={
             "treatment": treatment, "baseline": baseline, "metric": metric, "floors": floors,
             "direction": direction, "margin": _number(render(str(self.margin), point)) if self.margin else None,
-            "floor_task": render(self.floor_task, point).strip() or None if self.floor_task else None})
+            "floor_task": render(self.floor_task, point).strip() or None if self.floor_task else None,
+            "items": render(self.items, point).strip() or None if self.items else None})
 
 
 class FloorCheck(_Strict):

@@ -93,3 +93,17 @@ def test_two_level_bootstrap_covers_the_item_mean_and_widens_with_item_noise():
     assert low < (shifted - base).mean() < high and low > 0
     with pytest.raises(ValueError, match="one shape"):
         sig.two_level_bootstrap(shifted[:, :5], base)
+
+
+def test_two_level_spearman_is_scipys_rho_on_one_resample_of_seeds_and_items():
+    rng = np.random.default_rng(3)
+    gold = rng.integers(0, 5, 40).astype(float)  # tied gold scores, as STS has
+    t, b = gold + rng.normal(0, 1, (4, 40)), gold + rng.normal(0, 2, (4, 40))
+    low, high = sig.two_level_spearman(t, b, gold, resamples=1, seed=5)
+    draw = np.random.default_rng(5)
+    rows, columns = draw.integers(0, 4, 4), draw.integers(0, 40, 40)
+
+    def rho(x):
+        return stats.spearmanr(x[columns], gold[columns]).statistic
+
+    assert low == high == pytest.approx(100 * np.mean([rho(t[r]) - rho(b[r]) for r in rows]))
