@@ -34,6 +34,7 @@ At every evaluation the evaluator adds, beside STS-B dev Spearman:
 - ``grad_alignment`` / ``grad_uniformity`` / ``grad_total``: mean per-anchor norms of the two parts of the
   training objective's gradient (:func:`gradient_metrics`, :mod:`contrastext.evaluation.gradients`) on a FIXED
   batch, the first ``diagnostic_batch_size`` training sentences encoded twice with dropout under a fixed seed
+  (``diagnostic_batches`` > 1: that many such batches of the next rows, averaged over all their anchors)
   (the RNG state of the training is saved and restored around it, so diagnostics never change the training).
 
 ``pooling`` / ``mlp`` are unsupervised SimCSE's (:class:`~contrastext.runs.simcse.SimCSEUnsupArgs`): unset,
@@ -49,6 +50,7 @@ Example::
 
 from __future__ import annotations
 
+import statistics
 from functools import partial
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -111,6 +113,9 @@ class GDArgs(SimCSEUnsupArgs):
     diagnostic_batch_size: int = Field(
         default=32, ge=2, description="rows of the fixed diagnostic batch (keep 2B - 1 < embedding width)"
     )
+    diagnostic_batches: int = Field(
+        default=1, ge=1, description="fixed diagnostic batches (the next rows each): the norms average all their anchors"
+    )
 
 
 DIAGNOSTIC_SEED = 1234
@@ -140,27 +145,33 @@ def geometry_metrics(method: SimCSE, pairs: list[Example], batch_size: int) -> d
     return metrics
 
 
-def gradient_metrics(method: SimCSE, examples: list[Example]) -> dict[str, float]:
-    """Alignment / uniformity parts of the objective's gradient on a fixed batch of dropout twins.
+def gradient_metrics(method: SimCSE, examples: list[Example], batch_size: int | None = None) -> dict[str, float]:
+    """Alignment / uniformity parts of the objective's gradient on fixed batches of dropout twins.
 
-    The twins are encoded in train mode (dropout on, without gradients) under a fixed seed inside
-    ``torch.random.fork_rng``, so the numbers are comparable across evaluations and the training's random
-    state is untouched.
+    ``examples`` in batches of ``batch_size`` (default: one batch), each its own loss batch (its other rows are
+    the negatives); the norms are the mean over every anchor of every batch. The twins are encoded in train mode
+    (dropout on, without gradients) under a fixed seed inside ``torch.random.fork_rng``, so the numbers are
+    comparable across evaluations and the training's random state is untouched.
     """
     from contrastext.evaluation.gradients import gradient_decomposition
 
     device = method.device
     devices = [device] if device.type == "cuda" else []
     was_training = method.encoder.training
+    size = batch_size or len(examples)
+    views = []
     with torch.random.fork_rng(devices=devices), torch.no_grad():
         torch.manual_seed(DIAGNOSTIC_SEED)
         method.encoder.train()
-        batch = method.collate(examples)
-        batch = {name: value.to(device) if torch.is_tensor(value) else value for name, value in batch.items()}
-        anchors, positives = method.embed_views(batch)[:2]
+        for start in range(0, len(examples), size):
+            batch = method.collate(examples[start : start + size])
+            batch = {name: value.to(device) if torch.is_tensor(value) else value for name, value in batch.items()}
+            views.append(method.embed_views(batch)[:2])
     method.encoder.train(was_training)
-    parts = gradient_decomposition(method.loss, anchors.float(), positives.float())
-    return {f"grad_{name}": float(value) for name, value in parts.items()}
+    parts = [gradient_decomposition(method.loss, anchors.float(), positives.float()) for anchors, positives in views]
+    weights = [len(anchors) for anchors, _ in views]
+    return {f"grad_{name}": float(statistics.fmean([found[name] for found in parts], weights) if len(parts) > 1
+                                  else parts[0][name]) for name in parts[0]}
 
 
 def diagnostics(args: GDArgs, data_root: Path | None, limit: int | None, batch_size: int, train_examples):
@@ -171,7 +182,8 @@ def diagnostics(args: GDArgs, data_root: Path | None, limit: int | None, batch_s
         pairs = pairs[:limit] if limit is not None else pairs
         extras.append(partial(geometry_metrics, pairs=pairs, batch_size=batch_size))
     if args.gradients:
-        extras.append(partial(gradient_metrics, examples=train_examples[: args.diagnostic_batch_size]))
+        rows = args.diagnostic_batch_size * args.diagnostic_batches
+        extras.append(partial(gradient_metrics, examples=train_examples[:rows], batch_size=args.diagnostic_batch_size))
     return extras
 
 

@@ -14,6 +14,8 @@ PARTS = ("alignment", "uniformity", "total")
 FINAL_TASKS = ("stsb:dev", "sickr:dev")
 CHECK_TOLERANCE = 0.05  # Spearman ×100: the reloaded final encoder must reproduce the run's last score
 NO_CHANGE, START, SHIPPED = "1×", "start", "start/mean"
+# The one absolute rule (issue 25 item 7): a part fades when its ratio end / start lies below this (t-interval).
+FADE_BELOW, HALF = 0.5, "½×"
 
 
 def final_scores(encoder, data_root: Path, limit: int | None) -> dict:
@@ -106,13 +108,14 @@ def gradient_metrics(run, summary, args) -> dict:
 
 
 def values(spec, store, read):
-    """``1×``: ln(end/start) = 0 at every seed (no change), the baseline of the absolute fade tests; ``start/mean``:
-    the untrained model with its own mean pooling (the start record's ``shipped_*``)."""
+    """``1×``: ln(end/start) = 0 at every seed (no change), the baseline of the old absolute fade tests; ``½×``:
+    ln(:data:`FADE_BELOW`) at every seed, the one absolute rule's; ``start/mean``: the untrained model with its own
+    mean pooling (the start record's ``shipped_*``)."""
     seeds = sorted({r["seed"] for r in store.records if r["setting"] != START})
 
     def reader(setting: str, key: str) -> dict[int, float]:
-        if setting == NO_CHANGE:
-            return dict.fromkeys(seeds, 0.0)
+        if setting in (NO_CHANGE, HALF):
+            return dict.fromkeys(seeds, 0.0 if setting == NO_CHANGE else math.log(FADE_BELOW))
         if setting == SHIPPED:
             return store.values(START, f"shipped_{key}")
         return read(setting, key)
@@ -138,8 +141,16 @@ def context(page: dict) -> dict:
             return "–" if not stats.n else f"{stats.delta:+.2f} (n = 1)"
         return f"{stats.delta:+.2f} [{stats.low:+.2f}, {stats.high:+.2f}] (n = {stats.n})"
 
+    def fade(setting: str, key: str) -> str:
+        """The one absolute rule on ``key`` (a log ratio): fades, does not fade or unclear; – below 2 seeds."""
+        stats = page["paired"](setting, NO_CHANGE, key)
+        if stats.n < 2:
+            return "–"
+        limit = math.log(FADE_BELOW)
+        return "fades" if stats.high < limit else "does not fade" if stats.low > limit else "unclear"
+
     import run as runner  # experiments/run.py
 
     trainings = [r for r in runner.plan(page["spec"], page["args"]) if r.name != START]
-    return {"ratio": ratio, "delta": delta, "GRAD_FLOOR": GRAD_FLOOR,
+    return {"ratio": ratio, "delta": delta, "fade": fade, "FADE_BELOW": FADE_BELOW, "GRAD_FLOOR": GRAD_FLOOR,
             "run_minutes": trainings[0].reference_seconds() / 60 if trainings else math.nan}

@@ -8,18 +8,22 @@ import re
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from contrastext import load_config, recipe_path
 from tests.experiments._scripts import load_experiment
 
 run, specs, harness = load_experiment("run"), load_experiment("spec"), load_experiment("harness")
+sig = load_experiment("significance")
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 SPECS = sorted(path.stem for path in specs.SPECS_DIR.glob("*.yaml"))
 FACTOR = 2.5  # a recorded run's wall time within 2.5× of its reference (experiments/cost.py)
 CONFIGS = {  # runs whose method options a hook reads: (setting, seed) -> {method_args key: value}
     ("n20/ce+scl@0.5", 2): {"head": "linear", "seeds": [2], "lam": 0.5},  # SCL: one draw a run, the linear head
     ("p40/ce", 3): {"head": "linear", "seeds": [3], "lam": 0},
+    ("n20-rule/ce+scl@0.5", 3): {"seeds": [3], "lam": 0.5},  # the rule's rerun: the recipe's head (no head key)
+    ("a256/dcl", 7): {"loss": "dcl", "diagnostic_batch_size": 16, "diagnostic_batches": 16},  # gd: 256 anchors
     ("sst2/plain", 2): {"head": "linear", "lam": 0},  # RECLAIM's plain arm: SCL at λ = 0
     ("pretrain/mlm", 0): {"capt_weight": 0, "corruption": "token_mask", "temperature": "inverted_triangle"},
     ("pretrain/shuffle", 0): {"capt_weight": 1, "corruption": "shuffle", "finetune_task": None},
@@ -90,6 +94,18 @@ def test_a_comparison_checks_its_declared_floors_and_a_plot_picks_its_comparison
                                                        for k, t in (("sst_accuracy", "sst5"), ("quora_accuracy", "quora"))}
     figure = specs.Plot(kind="paired_delta", file="x.png", title="", comparisons=["* − mlm/*"])
     assert run.plots._chosen(figure, [("mask/rte", "mlm/rte"), ("mask/rte", "mask-fixed/rte")]) == [("mask/rte", "mlm/rte")]
+
+
+def test_a_comparison_naming_its_items_gets_a_two_level_bootstrap_of_accuracy_or_spearman():
+    items = {"t": {1: {"prediction": [1, 0, 1, 1], "label": [1, 0, 0, 1]}, 2: {"prediction": [1, 1, 1, 1], "label": [1, 0, 0, 1]}},
+             "b": {1: {"prediction": [0, 0, 1, 1], "label": [1, 0, 0, 1]}, 2: {"prediction": [1, 0, 1, 0], "label": [1, 0, 0, 1]}}}
+    values = lambda setting, key: items[setting] if key == "items:set" else {}  # noqa: E731
+    accuracy = specs.ComparisonSpec(treatment="t", baseline="b", metric="accuracy", items="set")
+    low, high = sig.two_level_bootstrap(np.array([[100, 100, 0, 100], [100, 0, 0, 100]]), np.array([[0, 100, 0, 100], [100, 100, 0, 0]]))
+    assert run.two_level(values, accuracy) == f"[{low:+.2f}, {high:+.2f}] (n = 2 × 4)"
+    assert run.two_level(values, accuracy.model_copy(update={"items": None})) == "–"
+    items["b"][2]["label"] = [0, 0, 0, 1]  # other items: no bootstrap
+    assert run.two_level(values, accuracy) == "–"
 
 
 def test_a_spec_error_names_the_file_and_the_key(tmp_path):

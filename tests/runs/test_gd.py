@@ -219,6 +219,17 @@ def test_gradient_diagnostics_are_the_split_on_seeded_dropout_twins(tmp_path, ti
     bundle.method.encoder.eval()
     expected = gradient_decomposition(MarginProduct(), anchors.double(), positives.double())
     assert first == pytest.approx({f"grad_{key}": value for key, value in expected.items()}, rel=1e-6)
+
+    # diagnostic_batches: the rows in loss batches of batch_size, encoded in turn after one seeding, the norms
+    # averaged over every anchor (batches of 4 and 2: weighted by their rows)
+    torch.manual_seed(DIAGNOSTIC_SEED)
+    bundle.method.encoder.train()
+    with torch.no_grad():
+        views = [bundle.method.embed_views(bundle.method.collate(bundle.train_examples[i:j]))[:2] for i, j in ((0, 4), (4, 6))]
+    bundle.method.encoder.eval()
+    split = [gradient_decomposition(MarginProduct(), a.double(), p.double()) for a, p in views]
+    averaged = {f"grad_{key}": (4 * split[0][key] + 2 * split[1][key]) / 6 for key in split[0]}
+    assert gradient_metrics(bundle.method, bundle.train_examples[:6], batch_size=4) == pytest.approx(averaged, rel=1e-6)
     torch.set_rng_state(state)
 
 
