@@ -136,6 +136,12 @@ class TrainSection(Section):
     grad_accumulation: int = Field(
         default=1, gt=0, description="micro-batches of batch_size accumulated per optimiser step"
     )
+    part_grad_norms: bool = Field(
+        default=False,
+        description="log grad_norm/<part>: the gradient norm of each weighted loss part alone (this process's, "
+        "before clipping) on the logged steps, one extra backward pass per part there; not with cache_chunk or "
+        "grad_accumulation > 1",
+    )
     cache_chunk: int | None = Field(
         default=None,
         gt=0,
@@ -248,6 +254,9 @@ class TrainSection(Section):
         if self.schedule == "warmup_stable_decay" and ratios and self.warmup_ratio + self.decay_ratio > 1:
             raise ValueError(f"train.warmup_ratio ({self.warmup_ratio}) + train.decay_ratio ({self.decay_ratio}) "
                              "are more than the whole run")
+        if self.part_grad_norms and (self.cache_chunk is not None or self.grad_accumulation > 1):
+            raise ValueError("train.part_grad_norms measures one micro-batch's parts: not with train.cache_chunk or "
+                             "train.grad_accumulation > 1")
         return self
 
 

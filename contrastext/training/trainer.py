@@ -159,6 +159,7 @@ class _Run:
     epochs_done: int = 0  # epochs whose last batch has been trained on
     epoch_ended: bool = False  # the step just taken finished an epoch (eval_every / save_every = epoch)
     data_fingerprint: dict | None = None  # of the data inputs at the start, written into every checkpoint
+    part_grad_norms: dict[str, float] = field(default_factory=dict)  # train.part_grad_norms: this step's, to log
 
     def __post_init__(self) -> None:
         self.best_folder = self.result.output_dir / "best"
@@ -170,6 +171,22 @@ class _Run:
     @property
     def is_last(self) -> bool:
         return self.state.step == self.total_steps
+
+
+def part_gradient_norms(model: torch.nn.Module, parts: dict, weights: dict[str, float] | None) -> dict[str, float]:
+    """The norm of each weighted loss part's gradient alone, over the trainable parameters (``autograd.grad``
+    with the graph kept for the step's own backward; a part weighted 0, or with no gradient, is 0)."""
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    norms = {}
+    for name, value in parts.items():
+        weight = (weights or {}).get(name, 1.0)
+        if not weight or not value.requires_grad:
+            norms[name] = 0.0
+            continue
+        grads = torch.autograd.grad(weight * value, parameters, retain_graph=True, allow_unused=True)
+        found = [g.detach().float().norm() for g in grads if g is not None]
+        norms[name] = float(torch.linalg.vector_norm(torch.stack(found))) if found else 0.0
+    return norms
 
 
 def check_output_dir_is_free(config: TrainConfig) -> None:
@@ -494,6 +511,10 @@ class Trainer:
             best_step, best = run.headline_best
         return f"eval step {state.step}/{run.total_steps}: {name}={value:.4f} (best {best:.4f} at step {best_step})"
 
+    def _logs_step(self, run: _Run, step: int) -> bool:
+        """Whether ``step`` is logged whatever its evaluation: every ``log_every`` steps, and the last."""
+        return step % self.config.train.log_every == 0 or step == run.total_steps
+
     def _log_if_due(self, run: _Run, window: _Window, rate: float, grad_norm, metrics: dict) -> bool:
         """Write the window's means every ``log_every`` steps (and on evaluations, the last step, a stop)."""
         state = run.state
@@ -510,6 +531,9 @@ class Trainer:
             record["head_lr"] = run.scheduler.get_last_lr()[-1]
         if grad_norm is not None:
             record["grad_norm"] = grad_norm
+        if run.part_grad_norms:  # measured on this step (train.part_grad_norms)
+            record.update({f"grad_norm/{name}": value for name, value in run.part_grad_norms.items()})
+            run.part_grad_norms = {}
         if run.skipped_nonfinite:
             record["skipped_nonfinite"] = run.skipped_nonfinite
         record.update({f"eval/{name}": value for name, value in metrics.items()})
@@ -631,6 +655,8 @@ class Trainer:
                 else:
                     parts = model(batch)
                     loss = total_loss(parts, method.loss_weights)
+                    if train.part_grad_norms and self._logs_step(run, state.step + 1):
+                        run.part_grad_norms = part_gradient_norms(model, parts, method.loss_weights)
                     accelerator.backward(loss / train.grad_accumulation)
             for name, value in {**parts, TOTAL: loss}.items():  # kept on the device: no sync per part
                 sums[name] = sums.get(name, 0.0) + value.detach().float().reshape(()) / train.grad_accumulation

@@ -1,4 +1,5 @@
-"""CAPT's hook (experiments/specs/capt.yaml): the staged pre-training, the seeded fine-tuning and the task average.
+"""CAPT's hook (experiments/specs/capt.yaml): the staged pre-training, the seeded fine-tuning and the task average;
+the from-scratch block's corpus, its pre-trainings per seed and the mean over its fine-tuning seeds.
 
 Each variant is pre-trained once (``pretrain/<variant>``, seed 0) through ``run_recipe`` with no fine-tuning stage;
 its encoder is kept in ``<runs>/capt/pretrained/<variant>/encoder`` (with ``pretrain.json``, written last) and
@@ -30,13 +31,54 @@ MAJORITY = {"sst2": 50.92, "mrpc": 68.38, "rte": 52.71, "mrpc_f1": 81.22}
 MAJORITY["avg"] = statistics.fmean(MAJORITY[t] for t in TASKS)
 
 
+SCRATCH = "scratch/"  # the from-scratch block (issue 25 item 6): one pre-training per variant AND pre-training seed
+CORPUS = "scratch-corpus.txt"  # its pre-training sentences, in <runs>/capt (prepare_corpus)
+
+
 def _folder(run) -> Path:
     """``<runs>/capt``: the run folder's grandparent (what ``<runs>`` stands for in the spec's overrides)."""
     return run.output_dir.parents[1]
 
 
-def _weights(run, variant: str) -> Path:
-    return _folder(run) / "pretrained" / variant
+def _key(run) -> str:
+    """The pre-trained encoder a run makes or reads: its variant (``pretrain/<variant>``: one pre-training per
+    variant), or ``scratch-<variant>-seed-<s>`` (the from-scratch block: the record's seed is the pre-training's)."""
+    variant = run.point["variant"]
+    return f"scratch-{variant}-seed-{run.seed}" if run.name.startswith(SCRATCH) else variant
+
+
+def _weights(run, key: str) -> Path:
+    return _folder(run) / "pretrained" / key
+
+
+def _pretraining(run, args):
+    """The planned run that pre-trains ``run``'s encoder (same block, variant and, from scratch, seed)."""
+    import run as runner  # experiments/run.py
+
+    prefix = SCRATCH if run.name.startswith(SCRATCH) else ""
+    return next((r for r in runner.plan(run.spec, args) if r.name == f"{prefix}pretrain/{run.point['variant']}"
+                 and (not prefix or r.seed == run.seed)), None)
+
+
+def _resolved(run) -> list[str]:
+    """The run's overrides with ``<runs>/`` as the experiment's runs folder."""
+    return [item.replace("=<runs>/", f"={_folder(run)}/", 1) for item in run.overrides]
+
+
+def prepare_corpus(args):
+    """The from-scratch pre-training sentences, ``<runs>/capt/scratch-corpus.txt`` (written when it differs): the
+    wiki1m sentences, then SST-2's training sentences (issue 25 item 6). QNLI has no training file in the data root
+    (only dev, which a read-out may split), so none of its text is used."""
+    from contrastext import load_task
+
+    root = Path(args.data_root)
+    sentences = [e.texts[0] for task in ("wiki1m", "sst2:train") for e in load_task(task, root).examples]
+    text = "".join(" ".join(s.split()) + "\n" for s in sentences if s.strip())
+    target = Path(args.runs) / "capt" / CORPUS
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+    return args
 
 
 def _cached(run, variant: str, overrides: list[str]) -> dict | None:
@@ -48,15 +90,23 @@ def _cached(run, variant: str, overrides: list[str]) -> dict | None:
     return stored if stored.get("overrides") == overrides else None
 
 
-def _last_losses(log_path: Path, count: int = 3) -> dict[str, float | None]:
-    """Mean of the last ``count`` logged values of loss/mlm, loss/capt and grad_norm."""
+def _last_losses(log_path: Path, count: int = 3) -> dict:
+    """Mean of the last ``count`` logged values of loss/mlm, loss/capt and grad_norm; with train.part_grad_norms,
+    also each part's gradient norm (``grad_norm_mlm``, ``grad_norm_capt``) and their curve over the logged steps
+    (``grad_parts``: [step, mlm, capt] rows): the loss balance of issue 25 item 6."""
     from contrastext import read_log
 
     records = [r for r in read_log(log_path) if "loss" in r]
-    found: dict[str, float | None] = {}
-    for key, name in (("loss/mlm", "loss_mlm"), ("loss/capt", "loss_capt"), ("grad_norm", "grad_norm")):
+    found: dict = {}
+    for key, name in (("loss/mlm", "loss_mlm"), ("loss/capt", "loss_capt"), ("grad_norm", "grad_norm"),
+                      ("grad_norm/mlm", "grad_norm_mlm"), ("grad_norm/capt", "grad_norm_capt")):
         values = [finite(r[key]) for r in records[-count:] if r.get(key) is not None]
         found[name] = statistics.fmean(values) if values and None not in values else None
+    parts = [[r["step"], finite(r["grad_norm/mlm"]), finite(r.get("grad_norm/capt"))] for r in records if "grad_norm/mlm" in r]
+    if parts:
+        found["grad_parts"] = parts
+    else:  # records made before the part norms were logged
+        found = {key: value for key, value in found.items() if key not in ("grad_norm_mlm", "grad_norm_capt")}
     return found
 
 
@@ -65,7 +115,7 @@ def _pretrain(run, args) -> dict:
     from contrastext import load_config, recipe_path, run_recipe
 
     variant = run.point["variant"]
-    config = load_config(recipe_path(run.recipe), run.overrides)
+    config = load_config(recipe_path(run.recipe), _resolved(run))
     summary = run_recipe(config, data_root=Path(args.data_root))
     stage = summary["pretrain"]
     final = Path(stage["final_model_dir"])
@@ -75,7 +125,7 @@ def _pretrain(run, args) -> dict:
                "stsb_dev_spearman": finite(stage["metrics"].get("stsb_dev_spearman")),
                "steps": float(stage["last_step"]), **_last_losses(Path(stage["log_path"]))}
     inputs = _inputs(run.output_dir / "pretrain", args, config)  # the recipe's pre-training stage folder
-    folder = _weights(run, variant)
+    folder = _weights(run, _key(run))
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     shutil.move(str(final), str(folder / "encoder"))
@@ -96,17 +146,15 @@ def _inputs(stage_dir: Path, args, config) -> dict:
 
 def pretrain(run, args) -> tuple[dict, dict]:
     """The ``pretrain/<variant>`` record: the cached encoder's summary when it is there, else a pre-training."""
-    stored = _cached(run, run.point["variant"], run.comparable())
+    stored = _cached(run, _key(run), run.comparable())
     reused = stored is not None
     stored = stored or _pretrain(run, args)
     return dict(stored["metrics"]), {**stored["inputs"], "reused_cached_weights": reused}
 
 
 def finetune(run, args) -> tuple[dict, dict]:
-    """One ``<variant>/<task>`` fine-tuning with the run's seed: the capt run module's fine-tuning stage on a
-    seeded draw of ``train_rows`` rows."""
-    import run as runner
-
+    """One ``<variant>/<task>`` fine-tuning with the run's seed (from scratch: ``fseed``): the capt run module's
+    fine-tuning stage on a seeded draw of ``train_rows`` (``scratch_train_rows``) rows."""
     from contrastext import get_recipe, load_config, recipe_path, set_seed
     from contrastext.methods.classification import FineTuneMethod
     from contrastext.runs.capt import capt_encoder, finetune_config
@@ -115,13 +163,14 @@ def finetune(run, args) -> tuple[dict, dict]:
     from contrastext.runs.registry import parse_method_args
     from contrastext.runs.stages import MethodBundle, run_training, stage_config
 
-    variant, task, seed, rows = run.point["variant"], run.point["task"], run.seed, run.sizes["train_rows"]
-    pretraining = next((r for r in runner.plan(run.spec, args) if r.name == f"pretrain/{variant}"), None)
-    again = pretraining is not None and _cached(run, variant, pretraining.comparable()) is None
+    # from scratch, the record's seed is the pre-training's and the grid's ``fseed`` the fine-tuning's
+    task, seed, key = run.point["task"], run.point.get("fseed", run.seed), _key(run)
+    rows = run.sizes["scratch_train_rows" if run.name.startswith(SCRATCH) else "train_rows"]
+    pretraining = _pretraining(run, args)
+    again = pretraining is not None and _cached(run, key, pretraining.comparable()) is None
     if again:
         _pretrain(pretraining, args)
-    overrides = [item.replace("=<runs>/", f"={_folder(run)}/", 1) for item in run.overrides]
-    config = load_config(recipe_path(run.recipe), overrides)
+    config = load_config(recipe_path(run.recipe), _resolved(run))
     method_args = parse_method_args(get_recipe(config.method), config)
     stage = stage_config(finetune_config(config, method_args, seed), data={"few_shot": rows})
     encoder = capt_encoder(config, method_args)
@@ -141,28 +190,38 @@ def finetune(run, args) -> tuple[dict, dict]:
     inputs.update(stage_data={"few_shot": rows, "few_shot_sampling": "label_distribution", "draw_seed": seed},
                   train_label_counts=description.get("train_label_counts"), pretrained_again=again)
     if pretraining is not None:
-        _clean(run, args, variant)
+        _clean(run, args, key)
     return metrics, inputs
 
 
-def _clean(run, args, variant: str) -> None:
-    """Delete the variant's encoder once every planned fine-tuning of it but this one is recorded."""
+def _clean(run, args, key: str) -> None:
+    """Delete an encoder once every planned fine-tuning of it but this one is recorded."""
     import run as runner
 
     store = harness.RecordStore(run.spec.name, args.results)
-    others = [r for r in runner.plan(run.spec, args) if r.point.get("variant") == variant
-              and not r.name.startswith("pretrain/") and (r.name, r.seed) != (run.name, run.seed)]
+    others = [r for r in runner.plan(run.spec, args) if "task" in r.point and _key(r) == key
+              and (r.name, r.seed) != (run.name, run.seed)]
     if all(store.has(r.name, r.seed) for r in others):
-        shutil.rmtree(_weights(run, variant), ignore_errors=True)
+        shutil.rmtree(_weights(run, key), ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------- reading
 
 
 def task_average(spec, store, values):
-    """``values`` plus ``<variant>/avg``: the mean over the tasks of a seed that has all of them."""
+    """``values`` plus ``<variant>/avg``: the mean over the tasks of a seed that has all of them; and
+    ``scratch/<variant>/<task>``: per pre-training seed, the mean over the fine-tunings ``…@f<k>`` of the spec's
+    grid, for a seed that has all of them."""
+    from spec import render  # experiments/spec.py
+
+    names = [render(s.name, {**point, "seed": 0}) for s in spec.settings for point in s.points()]
 
     def read(setting: str, key: str) -> dict[int, float]:
+        draws = [name for name in names if name.startswith(f"{setting}@f")]
+        if setting.startswith(SCRATCH) and draws:
+            found = [values(name, key) for name in draws]
+            common = set.intersection(*(set(f) for f in found))
+            return {seed: statistics.fmean(f[seed] for f in found) for seed in sorted(common)}
         variant, _, task = setting.partition("/")
         if task != "avg":
             return values(setting, key)
@@ -188,8 +247,9 @@ def context(page: dict) -> dict:
 
     minutes: dict[str, float] = {}  # measured run time per stage
     for record in store.records:
-        head, _, tail = record["setting"].partition("/")
-        key = "pre-training" if head == "pretrain" else f"{tail} fine-tuning"
+        head, _, tail = record["setting"].removeprefix(SCRATCH).partition("/")
+        key = "pre-training" if head == "pretrain" else f"{tail.partition('@')[0]} fine-tuning"
+        key = f"from scratch: {key}" if record["setting"].startswith(SCRATCH) else key
         minutes[key] = minutes.get(key, 0.0) + record["wall_s"] / 60
     sts = {v: pretrained(v, "stsb_dev_spearman") for v in variants[1:]}
     glue = {v: page["mean"](f"{v}/avg", METRIC) for v in variants[1:]}

@@ -57,8 +57,8 @@ def test_scl_tunes_lam_per_draw_on_validation_and_reads_the_chance_level(tmp_pat
     assert scl.chance(str(data_root))[0] == pytest.approx(100 * 222 / 436)  # the test split's majority (of 214 + 222)
 
 
-def test_capt_finetunes_on_its_variants_cached_encoder_wherever_the_runs_folder_lies(tmp_path):
-    experiment, args, _, hook = _setup("capt", tmp_path)
+def test_capt_finetunes_on_its_variants_cached_encoder_wherever_the_runs_folder_lies(tmp_path, data_root):
+    experiment, args, _, hook = _setup("capt", tmp_path, "--data-root", str(data_root))
     runs = {(r.name, r.seed): r for r in run.plan(experiment, args)}
     finetune, pretrain = runs[("mask/rte", 4)], runs[("pretrain/mask", 0)]
     assert "model=<runs>/pretrained/mask/encoder" in finetune.overrides
@@ -67,6 +67,25 @@ def test_capt_finetunes_on_its_variants_cached_encoder_wherever_the_runs_folder_
     assert run.comparable(moved) == finetune.comparable()  # a record made with another --runs
     assert runs[("none/rte", 4)].overrides[1] == "model=bundled:all-MiniLM-L6-v2"
     assert hook._cached(pretrain, "mask", pretrain.comparable()) is None  # nothing pre-trained yet
+
+    # from scratch: one encoder per variant and pre-training seed (the record's), fine-tuned with the grid's fseed
+    scratch, made = runs[("scratch/mask/sst2@f2", 3)], runs[("scratch/pretrain/mask", 3)]
+    assert hook._key(scratch) == hook._key(made) == "scratch-mask-seed-3"
+    assert f"model={hook._weights(made, hook._key(made))}/encoder" in hook._resolved(scratch)
+    assert hook._pretraining(scratch, args) is not None and (hook._pretraining(scratch, args).name,
+                                                             hook._pretraining(scratch, args).seed) == ("scratch/pretrain/mask", 3)
+    store = harness.RecordStore("capt", tmp_path)
+    for fseed, accuracy in ((1, 80.0), (2, 82.0), (3, 84.0)):
+        store.add(f"scratch/mask/sst2@f{fseed}", 3, {}, {"accuracy": accuracy}, TIMING)
+    values = run.values_reader(experiment, store)
+    assert values("scratch/mask/sst2", "accuracy") == {3: 82.0}
+    store.add("scratch/mask/sst2@f1", 4, {}, {"accuracy": 70.0}, TIMING)  # seed 4 lacks two fine-tunings
+    assert values("scratch/mask/sst2", "accuracy") == {3: 82.0}
+    hook.prepare_corpus(args)  # the corpus the pre-training's data.path names: wiki1m's sentences, then SST-2's
+    corpus = (tmp_path / "runs/capt" / hook.CORPUS).read_text(encoding="utf-8").splitlines()
+    assert f"data.path={tmp_path / 'runs/capt' / hook.CORPUS}" in hook._resolved(made)
+    assert corpus[0] == "YMCA in South Australia" and len(corpus) <= 11914 + 67349
+    assert corpus[-1] == "this new jangle of noise , mayhem and stupidity must be a serious contender for the title ."
 
 
 def test_gd_losses_reads_the_gradient_ratios_of_a_runs_curves():

@@ -52,6 +52,20 @@ def test_log_lines_hold_every_part_the_total_lr_and_throughput(tmp_path, minilm_
     assert records[-1]["lr"] < records[0]["lr"]  # linear decay after 2 warmup steps
 
 
+def test_part_grad_norms_are_each_weighted_parts_gradient_alone_on_the_logged_steps(tmp_path, minilm_path, one_thread):
+    method = build(minilm_path)
+    method.loss_weights = {"center": 0.0, "tied": 0.0}  # only infonce moves the weights: its norm is the total's
+    config = make_config(tmp_path, max_steps=3, log_every=2, grad_accumulation=1, grad_clip=1e9, part_grad_norms=True)
+    Trainer(method, sentences(), config).train()
+    records = read_log(tmp_path / "train_log.jsonl")
+    assert [r["step"] for r in records] == [2, 3]  # every log_every steps and the last
+    for record in records:
+        assert record["grad_norm/infonce"] == pytest.approx(record["grad_norm"], rel=1e-4)
+        assert record["grad_norm/center"] == record["grad_norm/tied"] == 0.0
+    with pytest.raises(ValueError, match="part_grad_norms"):
+        make_config(tmp_path, part_grad_norms=True)  # grad_accumulation 2
+
+
 def test_evaluation_keeps_the_best_weights_and_stops_early(tmp_path, minilm_path, one_thread):
     scores = iter([0.1, 0.5, 0.4, 0.3, 0.2, 0.9])
     snapshots = {}
