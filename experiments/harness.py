@@ -419,7 +419,7 @@ def pyplot():
 
 
 def parser(description: str) -> argparse.ArgumentParser:
-    """The options every experiment takes: --data-root, --budget-minutes, --results, --runs, --report-only."""
+    """The options every experiment takes: --data-root, --budget-minutes, --results, --runs, --report-only, --only."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"), help="benchmark data root")
     p.add_argument("--budget-minutes", type=float, default=DEFAULT_BUDGET_MINUTES,
@@ -428,4 +428,6 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--results", default=str(RESULTS_DIR), help="where <name>.json/.md/.png go")
     p.add_argument("--runs", default=str(RUNS_DIR), help="where the run folders go (not committed)")
     p.add_argument("--report-only", action="store_true", help="no training: rewrite the table and plot")
+    p.add_argument("--only", nargs="+", metavar="PATTERN",
+                   help="run only the settings whose names match one of these shell patterns (e.g. 'scratch/*')")
     return p

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import math
 import os
 import shutil
@@ -450,7 +451,8 @@ def build_parser(experiment: specs.Spec) -> argparse.ArgumentParser:
     for key, size in experiment.sizes.items():
         kind = size.kind()
         p.add_argument("--" + key.replace("_", "-"), dest=key, type=TYPES[kind], default=size.default,
-                       nargs="+" if kind in ("ints", "floats") else None, help=size.help or None)
+                       nargs="+" if kind in ("ints", "floats") else None,
+                       help=size.help.replace("%", "%%") if size.help else None)
     return p
 
 
@@ -493,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         prepared = args  # what the runs read (a prepare hook may derive a data root); the page keeps args
         if experiment.prepare:
             prepared = getattr(load_hook(experiment.hook), experiment.prepare)(argparse.Namespace(**vars(args)))
+        if args.only:
+            runs = [r for r in runs if any(fnmatch.fnmatchcase(r.name, pattern) for pattern in args.only)]
         by_key = {(r.name, r.seed): r for r in runs}
         minutes = sum(r.reference_seconds() for r in runs) / 60.0
         print(f"[{experiment.name}] plan: {len(runs)} runs, estimated {minutes:.1f} min on 2 quiet cores", flush=True)
