@@ -251,10 +251,22 @@ def context(page: dict) -> dict:
         key = "pre-training" if head == "pretrain" else f"{tail.partition('@')[0]} fine-tuning"
         key = f"from scratch: {key}" if record["setting"].startswith(SCRATCH) else key
         minutes[key] = minutes.get(key, 0.0) + record["wall_s"] / 60
+    def mlm_share(variant: str) -> list[float]:
+        """Per pre-training seed of ``scratch/pretrain/<variant>``: the mean over its logged steps of
+        ‖g_mlm‖ / (‖g_mlm‖ + ‖g_capt‖) ×100 (train.part_grad_norms)."""
+        shares = []
+        for record in store.records:
+            rows = record["metrics"].get("grad_parts") if record["setting"] == f"{SCRATCH}pretrain/{variant}" else None
+            rows = [(mlm, capt) for _, mlm, capt in rows or [] if mlm is not None and capt is not None and mlm + capt > 0]
+            if rows:
+                shares.append(100 * statistics.fmean(mlm / (mlm + capt) for mlm, capt in rows))
+        return shares
+
     sts = {v: pretrained(v, "stsb_dev_spearman") for v in variants[1:]}
     glue = {v: page["mean"](f"{v}/avg", METRIC) for v in variants[1:]}
     same_rank = None not in sts.values() and sorted(sts, key=sts.get) == sorted(glue, key=glue.get)
     return {"variants": variants, "majority": MAJORITY, "pretrained": pretrained, "minutes": minutes,
+            "mlm_share": mlm_share, "fmt_values": lambda found, digits=2: harness.fmt_mean_std(found, digits=digits),
             "limit_minutes": harness.DEFAULT_BUDGET_MINUTES,
             "same_rank": same_rank,
             "on_floor": lambda task: [v for v in variants if page["mean"](f"{v}/{task}", METRIC) < MAJORITY[task] + 3]}
