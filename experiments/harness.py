@@ -1,7 +1,7 @@
 """What the runner (experiments/run.py) and the hooks share: resumable run records (``docs/results/<name>.json``,
 one record per ``(setting, seed)``, rewritten atomically after every run), the time budget with its calibrated
-estimate, the load average, seed statistics with the issue-12 bootstrap interval, markdown tables and the common
-command-line options. The record's fields and the budget's rule: experiments/README.md.
+estimate, the load average, seed statistics with the issue-12 bootstrap interval (the old rule's, kept for the
+re-report), markdown tables and the common command-line options. The record's fields and the budget's rule: experiments/README.md.
 """
 
 from __future__ import annotations
@@ -83,19 +83,6 @@ def load_average() -> list[float]:
 # ---------------------------------------------------------------------------------------------- records
 
 
-def one_run_record(payload: dict) -> dict:
-    """A JSON object in place of the list: the one run of a script written before the run records
-    (gd_mechanism.json: ``settings``, ``provenance``, ``run`` (wall and CPU seconds, load), ``command`` and its
-    numbers), read as the record of setting ``all``, seed 0; its numbers and CPU seconds are the metrics, its flat
-    library versions the provenance's ``versions``."""
-    timing, found = payload["run"], dict(payload["provenance"])
-    found.setdefault("versions", {key: found[key] for key in ("torch", "transformers") if key in found})
-    numbers = {key: value for key, value in payload.items() if key not in ("provenance", "run", "command")}
-    return {"setting": "all", "seed": 0, "config": {"overrides": [], "command": payload.get("command")},
-            "metrics": {**numbers, "cpu_s": timing.get("cpu_s")}, "wall_s": timing["wall_s"],
-            "load_before": timing.get("load_before"), "load_after": timing.get("load_after"), "provenance": found}
-
-
 ITEMS = "items:"  # RecordStore.values: a record's per-item predictions and labels, not a metric
 
 
@@ -109,8 +96,6 @@ class RecordStore:
         self.records: list[dict] = []
         if self.path.exists():
             payload = json.loads(self.path.read_text(encoding="utf-8"))
-            if isinstance(payload, dict) and {"run", "provenance"} <= set(payload):
-                payload = [one_run_record(payload)]
             if not isinstance(payload, list):
                 raise ValueError(
                     f"{self.path}: expected a list of run records, found {type(payload).__name__} "
@@ -309,56 +294,6 @@ def bootstrap_interval(differences: Sequence[float], confidence: float = 0.95, r
     result = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples, method="percentile",
                        random_state=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-class Comparison:
-    """Treatment vs baseline over the seeds both have (paired by seed / draw).
-
-    ``direction`` +1: the paper says treatment > baseline; -1: treatment < baseline.
-    """
-
-    def __init__(self, treatment: str, baseline: str, key: str, seeds: list[int], treatment_values: list[float],
-                 baseline_values: list[float], mean_difference: float, low: float, high: float, direction: int):
-        self.treatment, self.baseline, self.key = treatment, baseline, key
-        self.seeds, self.treatment_values, self.baseline_values = seeds, treatment_values, baseline_values
-        self.mean_difference, self.low, self.high, self.direction = mean_difference, low, high, direction
-
-    @property
-    def reproduced(self) -> bool:
-        if math.isnan(self.low) or math.isnan(self.high):
-            return False
-        return self.low > 0 if self.direction > 0 else self.high < 0
-
-    @property
-    def verdict(self) -> str:
-        if len(self.seeds) < 2:
-            return "not enough seeds"
-        return "reproduced" if self.reproduced else "not reproduced at this scale"
-
-    def text(self, scale: float = 1.0, digits: int = 2) -> str:
-        t_mean, t_std = mean_std(self.treatment_values)
-        b_mean, b_std = mean_std(self.baseline_values)
-        f = f".{digits}f"
-        return (
-            f"{self.treatment} {t_mean * scale:{f}} ± {t_std * scale:{f}} vs {self.baseline} "
-            f"{b_mean * scale:{f}} ± {b_std * scale:{f}} (n = {len(self.seeds)}): Δ = "
-            f"{self.mean_difference * scale:+{f}}, 95 % CI [{self.low * scale:+{f}}, {self.high * scale:+{f}}] "
-            f"→ {self.verdict}"
-        )
-
-
-def compare(
-    store: RecordStore, treatment: str, baseline: str, key: str, direction: int = 1,
-    values: Callable[[str, str], dict[int, float]] | None = None,
-) -> Comparison:
-    """Pair ``treatment`` and ``baseline`` by seed on ``metrics[key]`` and bootstrap the mean difference."""
-    read = values or store.values
-    t_values, b_values = read(treatment, key), read(baseline, key)
-    seeds = sorted(set(t_values) & set(b_values))
-    differences = [t_values[s] - b_values[s] for s in seeds]
-    low, high = bootstrap_interval(differences)
-    return Comparison(treatment, baseline, key, seeds, [t_values[s] for s in seeds], [b_values[s] for s in seeds],
-                      statistics.fmean(differences) if differences else math.nan, low, high, direction)
 
 
 # ------------------------------------------------------------------------------------------- reporting

@@ -78,13 +78,15 @@ def load_primaries(floors_path: Path = FLOORS, experiments: tuple[str, ...] = EX
     return floors, primaries
 
 
-def old_verdict(comparison_low: float, comparison_high: float, direction: int, n: int) -> str:
-    """The issue-12 rule the pages use: the bootstrap interval excludes 0 in the paper's direction."""
-    if n < 2 or math.isnan(comparison_low):
+def old_verdict(differences: list[float], direction: int) -> str:
+    """The issue-12 rule the pages used: the percentile-bootstrap interval of the mean difference excludes 0 in the
+    paper's direction."""
+    low, high = harness.bootstrap_interval(differences)
+    if len(differences) < 2 or math.isnan(low):
         return "not enough seeds"
-    if (comparison_low > 0) if direction > 0 else (comparison_high < 0):
+    if (low > 0) if direction > 0 else (high < 0):
         return "reproduced"
-    if (comparison_high < 0) if direction > 0 else (comparison_low > 0):
+    if (high < 0) if direction > 0 else (low > 0):
         return "not reproduced (interval against the paper)"
     return "not reproduced"
 
@@ -101,18 +103,14 @@ def floor_of(values: Values, checks: list[FloorCheck], floors: dict[str, sig.Flo
     return "; ".join(dict.fromkeys(reasons)) or None
 
 
-def row_of(name: str, label: str, comparison: harness.Comparison, floor: str | None,
-           margin: float | None = None, note: str = "") -> Row:
-    """A :class:`Row` from a script's comparison (its paired values, its bootstrap interval for the old rule)."""
-    treatment = dict(zip(comparison.seeds, comparison.treatment_values, strict=True))
-    baseline = dict(zip(comparison.seeds, comparison.baseline_values, strict=True))
-    stats = sig.paired(treatment, baseline)
-    _, d = sig.paired_differences(treatment, baseline)
-    return Row(
-        experiment=name, label=label, metric=comparison.key, direction=comparison.direction, stats=stats,
-        floor=floor, old=old_verdict(comparison.low, comparison.high, comparison.direction, len(comparison.seeds)),
-        margin=margin, tost=sig.tost_p(d, margin) if margin else None, note=note,
-    )
+def row_of(name: str, label: str, metric: str, direction: int, values: Values, treatment: str, baseline: str,
+           floor: str | None, margin: float | None = None, note: str = "") -> Row:
+    """A :class:`Row` of ``treatment − baseline`` on ``metric``, paired by seed (and the old rule's verdict)."""
+    t, b = values(treatment, metric), values(baseline, metric)
+    _, d = sig.paired_differences(t, b)
+    return Row(experiment=name, label=label, metric=metric, direction=direction, stats=sig.paired(t, b),
+               floor=floor, old=old_verdict(list(d), direction), margin=margin,
+               tost=sig.tost_p(d, margin) if margin else None, note=note)
 
 
 # ------------------------------------------------------------------------------------------- primaries
@@ -127,8 +125,6 @@ def primary_rows(results_dir: Path, path: Path = FLOORS) -> list[tuple[dict, Row
         name = primary["experiment"]
         store = harness.RecordStore(name, results_dir)
         values = run.values_reader(specs.load_spec(name), store)
-        comparison = harness.compare(store, primary["treatment"], primary["baseline"], primary["metric"],
-                                     primary["direction"], values=values)
         checks = [(arm, c["metric"], c["task"], "f1" if "f1" in c["metric"] else "accuracy")
                   for c in primary["floors"] for arm in (primary["treatment"], primary["baseline"])]
         margin = primary.get("margin") if primary["test"] == "tost" else None
@@ -137,8 +133,9 @@ def primary_rows(results_dir: Path, path: Path = FLOORS) -> list[tuple[dict, Row
             units = min(sum(r["setting"] == s for r in store.records) for s in primary["unit"].values())
             if units < 2:
                 note = (f"{units} independent unit per arm ({', '.join(primary['unit'].values())}): the "
-                        f"{len(comparison.seeds)} fine-tuning seeds measure fine-tuning noise only, no test")
-        found.append((primary, row_of(name, f"{primary['treatment']} − {primary['baseline']}", comparison,
+                        "seeds measure fine-tuning noise only, no test")
+        found.append((primary, row_of(name, f"{primary['treatment']} − {primary['baseline']}", primary["metric"],
+                                      primary["direction"], values, primary["treatment"], primary["baseline"],
                                       floor_of(values, checks, floors), margin, note)))
     family = [_primary_p(row) for _, row in found]
     adjusted = sig.holm([1.0 if math.isnan(p) else p for p in family])
@@ -156,9 +153,6 @@ def _primary_p(row: Row) -> float:
 
 
 # ----------------------------------------------------------------------------------------- exploratory
-
-NOTES = {"capt": "one pre-training per variant: the seeds are fine-tuning seeds"}
-
 
 def small_n_note(n: int) -> str:
     """At 2 ≤ n ≤ 5 the exact sign-flip p cannot go below 2 / 2^n ≥ 0.0625: say so."""
@@ -182,10 +176,10 @@ def exploratory_rows(results_dir: Path, primaries: list[dict], floors: dict[str,
             if key in taken or key in seen:
                 continue
             seen.add(key)
-            c = harness.compare(store, t, b, declared.metric, declared.direction, values=values)
-            note = "; ".join(part for part in (NOTES.get(name, ""), small_n_note(len(c.seeds))) if part)
-            rows.append(row_of(name, f"{t} − {b}", c, floor_of(values, run.floor_checks(declared), floors),
-                               declared.margin or None, note))
+            row = row_of(name, f"{t} − {b}", declared.metric, declared.direction, values, t, b,
+                         floor_of(values, run.floor_checks(declared), floors), declared.margin or None)
+            row.note = "; ".join(part for part in (declared.note, small_n_note(row.stats.n)) if part)
+            rows.append(row)
     return rows
 
 

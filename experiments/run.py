@@ -115,6 +115,11 @@ def seeds_of(setting: specs.Setting, args: argparse.Namespace) -> list[int]:
     return list(getattr(args, setting.seeds) if setting.seeds else args.seeds)
 
 
+def selected(runs: list[Run], patterns: list[str] | None) -> list[Run]:
+    """The runs whose setting names match one of the shell ``patterns`` (``--only``; all when none)."""
+    return [r for r in runs if not patterns or any(fnmatch.fnmatchcase(r.name, p) for p in patterns)]
+
+
 def mismatched(store: harness.RecordStore, runs: list[Run]) -> list[str]:
     """Runs recorded with other overrides than the plan gives them (they would be skipped and mixed in)."""
     wrong = []
@@ -402,7 +407,6 @@ def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argpa
                    f"--budget-minutes {args.budget_minutes:g}" + (f" {extra}" if extra else ""),
         "values": values, "cell": lambda setting, key, digits=2: harness.fmt_mean_std(list(own(setting, key).values()), digits=digits),
         "paired": lambda t, b, key: sig.paired(values(t, key), values(b, key)),
-        "bootstrap": lambda t, b, key: harness.compare(store, t, b, key, values=values),
         "mean": lambda setting, key: _mean(values(setting, key)), "table": harness.markdown_table,
         "comparison_table": partial(comparison_table, experiment, store),
         "fmt": lambda value, spec=".2f": "–" if value is None or math.isnan(value) else format(value, spec),
@@ -495,8 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         prepared = args  # what the runs read (a prepare hook may derive a data root); the page keeps args
         if experiment.prepare:
             prepared = getattr(load_hook(experiment.hook), experiment.prepare)(argparse.Namespace(**vars(args)))
-        if args.only:
-            runs = [r for r in runs if any(fnmatch.fnmatchcase(r.name, pattern) for pattern in args.only)]
+        runs = selected(runs, args.only)
         by_key = {(r.name, r.seed): r for r in runs}
         minutes = sum(r.reference_seconds() for r in runs) / 60.0
         print(f"[{experiment.name}] plan: {len(runs)} runs, estimated {minutes:.1f} min on 2 quiet cores", flush=True)

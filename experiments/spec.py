@@ -103,6 +103,7 @@ class ComparisonSpec(_Strict):
     # the records' item set (``items`` key, e.g. sst2_test) whose per-item correctness ×100 averages to ``metric``:
     # a two-level bootstrap (seeds × items) is given beside the t-interval (issue 25: test sets under 1,000 rows)
     items: str | None = None
+    note: str = ""  # a caveat shown beside the row (e.g. what its seeds measure)
 
     def at(self, point: dict[str, Any]) -> ComparisonSpec:
         """The comparison at one grid point: its templates rendered, each floor check named per arm."""

@@ -44,6 +44,7 @@ COMMAND_MODULES: dict[str, str] = {
     "demo": "demo_command",
     "config": "config_command",
     "mine": "mine_command",
+    "nli-to-beir": "nli_retrieval_command",
 }
 
 

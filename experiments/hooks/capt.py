@@ -262,11 +262,16 @@ def context(page: dict) -> dict:
                 shares.append(100 * statistics.fmean(mlm / (mlm + capt) for mlm, capt in rows))
         return shares
 
+    def readouts_at_majority(variant: str) -> tuple[int, int]:
+        """(read-outs of ``scratch/<variant>/sst2@f…`` whose accuracy is SST-2's majority rate, read-outs)."""
+        found = [r["metrics"]["accuracy"] for r in store.records if r["setting"].startswith(f"{SCRATCH}{variant}/sst2@f")]
+        return sum(abs(value - MAJORITY["sst2"]) < 0.01 for value in found), len(found)
+
     sts = {v: pretrained(v, "stsb_dev_spearman") for v in variants[1:]}
     glue = {v: page["mean"](f"{v}/avg", METRIC) for v in variants[1:]}
     same_rank = None not in sts.values() and sorted(sts, key=sts.get) == sorted(glue, key=glue.get)
     return {"variants": variants, "majority": MAJORITY, "pretrained": pretrained, "minutes": minutes,
-            "mlm_share": mlm_share, "fmt_values": lambda found, digits=2: harness.fmt_mean_std(found, digits=digits),
+            "mlm_share": mlm_share, "readouts_at_majority": readouts_at_majority, "fmt_values": lambda found, digits=2: harness.fmt_mean_std(found, digits=digits),
             "limit_minutes": harness.DEFAULT_BUDGET_MINUTES,
             "same_rank": same_rank,
             "on_floor": lambda task: [v for v in variants if page["mean"](f"{v}/{task}", METRIC) < MAJORITY[task] + 3]}

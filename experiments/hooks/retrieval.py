@@ -1,108 +1,28 @@
 """Retrieval's hook (experiments/specs/retrieval.yaml): the BEIR folder built from the shared SNLI triplets
-(``prepare``: ``nli/snli_devtest_for_simcse.csv``, premises as queries in a seeded split, the hypotheses as the
-corpus, the entailed ones relevant; docs/RETRIEVAL.md, "The data") and the four commands a user runs, as
-docs/RETRIEVAL.md gives them (mine -> train -> eval ir -> encode), as the runs. The folder
-(``<runs>/retrieval/nli-retrieval``): corpus.jsonl, queries.jsonl, qrels/{test,dev}.tsv, corpus.txt,
-train_pairs.csv, train_triplets.csv (where neither hypothesis is relevant to an evaluation query), manifest.json.
-Alone::
-
-    .venv/bin/python experiments/hooks/retrieval.py --data-root ../shared/data --output runs/nli-retrieval
+(``prepare``: ``contrastext nli-to-beir`` on ``nli/snli_devtest_for_simcse.csv``, contrastext/data/nli_retrieval.py;
+docs/RETRIEVAL.md, "The data") in ``<runs>/retrieval/nli-retrieval``, and the four commands a user runs, as
+docs/RETRIEVAL.md gives them (mine -> train -> eval ir -> encode), as the runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
 import json
-import random
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import yaml
 
 SOURCE = Path("nli") / "snli_devtest_for_simcse.csv"
 SPLIT = {"seed": 0, "test_queries": 1000, "dev_queries": 500}
-COLUMNS = ("sent0", "sent1", "hard_neg")
 MODEL = "bundled:all-MiniLM-L6-v2"  # the start, the miner's model and the retrieval recipe's
 METRICS = ("cosine_ndcg@10", "cosine_mrr@10", "cosine_recall@100", "cosine_map@100")
 MINE_OPTIONS = ("--num-negatives", "1", "--range-min", "10", "--range-max", "50", "--max-score", "0.8",
                 "--relative-margin", "0.05", "--sampling-strategy", "random")
 ENCODED_ARM = "mined"  # the workflow's last step, encode, runs once: the last seed of this arm
 REPO = Path(__file__).resolve().parents[2]
-
-
-def read_triplets(path: Path) -> list[tuple[str, str, str]]:
-    """The ``(premise, entailed, contradicted)`` rows; a row with an empty field is an error naming its line."""
-    with path.open(encoding="utf-8", newline="") as stream:
-        reader = csv.DictReader(stream)
-        if tuple(reader.fieldnames or ()) != COLUMNS:
-            raise SystemExit(f"error: {path}:1: expected the columns {','.join(COLUMNS)}")
-        rows = []
-        for number, row in enumerate(reader, start=2):
-            texts = tuple((row[column] or "").strip() for column in COLUMNS)
-            if not all(texts):
-                raise SystemExit(f"error: {path}:{number}: an empty text")
-            rows.append(texts)
-    return rows
-
-
-def build(data_root: Path, seed: int, test_queries: int, dev_queries: int) -> dict:
-    """Everything the folder holds, as Python objects (see the module docstring)."""
-    source = data_root / SOURCE
-    rows = read_triplets(source)
-    hypotheses = sorted({text for _, entailed, contradicted in rows for text in (entailed, contradicted)})
-    document_id = {text: f"d{index}" for index, text in enumerate(hypotheses)}
-    entailed_by: dict[str, list[str]] = defaultdict(list)
-    for premise, entailed, _ in rows:
-        if entailed not in entailed_by[premise]:
-            entailed_by[premise].append(entailed)
-    premises = sorted(entailed_by)
-    random.Random(seed).shuffle(premises)
-    if len(premises) <= test_queries + dev_queries:
-        raise SystemExit(f"error: {source}: {len(premises)} premises, too few for the queries asked for")
-    held_out = {"test": premises[:test_queries], "dev": premises[test_queries:test_queries + dev_queries]}
-    training = premises[test_queries + dev_queries:]
-    queries = {f"q{index}": premise for index, premise in enumerate(held_out["test"] + held_out["dev"])}
-    query_id = {premise: qid for qid, premise in queries.items()}
-    qrels = {split: [(query_id[p], document_id[text]) for p in split_premises for text in entailed_by[p]]
-             for split, split_premises in held_out.items()}
-    relevant = {text for split_premises in held_out.values() for p in split_premises for text in entailed_by[p]}
-    all_pairs = [(premise, text) for premise in training for text in entailed_by[premise]]
-    pairs = [(premise, text) for premise, text in all_pairs if text not in relevant]
-    kept = set(training)
-    triplets = sorted({row for row in rows if row[0] in kept and row[1] not in relevant and row[2] not in relevant})
-    manifest = {"source": str(SOURCE), "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(), "seed": seed,
-                "corpus": len(hypotheses), "queries": {split: len(found) for split, found in held_out.items()},
-                "qrels": {split: len(judged) for split, judged in qrels.items()}, "train_pairs": len(pairs),
-                "train_pairs_left_out": len(all_pairs) - len(pairs), "train_triplets": len(triplets)}
-    return {"corpus": {document_id[text]: text for text in hypotheses}, "queries": queries, "qrels": qrels,
-            "pairs": pairs, "triplets": triplets, "manifest": manifest}
-
-
-def write(built: dict, output: Path) -> None:
-    """Write the folder (refusing a non-empty one: nothing is overwritten)."""
-    if output.exists() and any(output.iterdir()):
-        raise SystemExit(f"error: {output}: exists and is not empty; give a new folder")
-    (output / "qrels").mkdir(parents=True, exist_ok=True)
-    for name in ("corpus", "queries"):
-        with (output / f"{name}.jsonl").open("w", encoding="utf-8") as stream:
-            stream.writelines(json.dumps({"_id": key, "text": text}, ensure_ascii=False) + "\n"
-                              for key, text in built[name].items())
-    (output / "corpus.txt").write_text("".join(text + "\n" for text in built["corpus"].values()), encoding="utf-8")
-    for split, judged in built["qrels"].items():
-        with (output / "qrels" / f"{split}.tsv").open("w", encoding="utf-8") as stream:
-            stream.write("query-id\tcorpus-id\tscore\n")
-            stream.writelines(f"{query}\t{document}\t1\n" for query, document in judged)
-    for name, header in (("pairs", ("anchor", "positive")), ("triplets", ("anchor", "positive", "negative"))):
-        with (output / f"train_{name}.csv").open("w", encoding="utf-8", newline="") as stream:
-            writer = csv.writer(stream)
-            writer.writerow(header)
-            writer.writerows(built[name])
-    (output / "manifest.json").write_text(json.dumps(built["manifest"], indent=1) + "\n", encoding="utf-8")
 
 
 # ------------------------------------------------------------------------------------------------ the runs
@@ -113,9 +33,11 @@ def folder(args: argparse.Namespace) -> Path:
 
 
 def prepare(args: argparse.Namespace) -> argparse.Namespace:
-    """Build the BEIR folder once (a sitting that finds its manifest reuses it)."""
+    """Build the BEIR folder once (a sitting that finds its manifest reuses it): ``contrastext nli-to-beir``'s."""
+    from contrastext.data.nli_retrieval import build_nli_retrieval, write_beir_folder
+
     if not (folder(args) / "manifest.json").exists():
-        write(build(Path(args.data_root), **SPLIT), folder(args))
+        write_beir_folder(build_nli_retrieval(Path(args.data_root) / SOURCE, name=str(SOURCE), **SPLIT), folder(args))
     return args
 
 
@@ -190,24 +112,3 @@ def context(page: dict) -> dict:
     found = store.get("data", 0)
     before = (store.get("before", 0) or {}).get("provenance") or {}
     return {"manifest": found["metrics"] if found else before.get("manifest") or {}}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Build the folder alone (``--output``: a new folder)."""
-    parser = argparse.ArgumentParser(description="the BEIR folder of the retrieval experiment, alone")
-    parser.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data")
-    parser.add_argument("--output", type=Path, required=True, help="a new folder")
-    for key, value in SPLIT.items():
-        parser.add_argument("--" + key.replace("_", "-"), type=int, default=value)
-    args = parser.parse_args(argv)
-    if not (args.data_root / SOURCE).is_file():
-        print(f"error: {args.data_root / SOURCE}: not found (give --data-root)", file=sys.stderr)
-        return 2
-    built = build(args.data_root, args.seed, args.test_queries, args.dev_queries)
-    write(built, args.output)
-    print(json.dumps(built["manifest"], indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

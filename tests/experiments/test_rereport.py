@@ -32,11 +32,17 @@ def test_scl_n20_per_draw_tuning_keeps_the_reviews_figures_as_an_exploratory_row
     assert row.stats.t_p == pytest.approx(0.052, abs=0.0005) and row.old == "reproduced"
 
 
-def test_floor_and_unit_rules_on_the_records(primaries):
+def test_floor_and_unit_rules_on_the_records(primaries, monkeypatch):
     row, _, word = primaries["multitask"]
     assert word == "no evidence (floor)" and "sequential" in row.floor and "62.5" in row.floor
-    row, p, word = primaries["capt"]
-    assert "1 independent unit" in row.note and word == "inconclusive" and p == 1.0
+    row, _, word = primaries["capt"]  # from scratch: 3 pre-training seeds, the MLM + CAPT read-outs at the majority rate
+    assert word == "no evidence (floor)" and "scratch/mask/sst2" in row.floor and not row.note and row.stats.n >= 3
+    floors, declared = rereport.load_primaries()
+    continued = {"treatment": "mask/sst2", "baseline": "mlm/sst2", "unit": {"t": "pretrain/mask", "b": "pretrain/mlm"}}
+    declared = [{**d, **continued} if d["experiment"] == "capt" else d for d in declared]
+    monkeypatch.setattr(rereport, "load_primaries", lambda path=None: (floors, declared))
+    row, p, word = next((r, p, w) for d, r, p, w in rereport.primary_rows(harness.RESULTS_DIR) if d["experiment"] == "capt")
+    assert "1 independent unit" in row.note and word == "inconclusive" and p == 1.0  # continued: one pre-training an arm
 
 
 def test_holm_over_seven_and_only_four_verdict_words(primaries):

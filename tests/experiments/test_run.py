@@ -52,6 +52,14 @@ def test_the_plan_is_unique_every_run_loads_its_config_and_matches_records_lacki
         assert item.matches(item.overrides) and item.matches(own) and (len(own) == 1 or not item.matches(own[:-1]))
 
 
+def test_only_selects_settings_by_shell_pattern(tmp_path):
+    experiment = specs.load_spec("capt")
+    runs = run.plan(experiment, _args(experiment, tmp_path, "--pretrain-seeds", "1", "2"))
+    chosen = run.selected(runs, ["scratch/pretrain/*", "scratch/mask/sst2@f1"])
+    assert [(r.name, r.seed) for r in chosen] == [(f"scratch/{s}", seed) for seed in (1, 2) for s in (
+        "pretrain/mlm", "pretrain/mask", "mask/sst2@f1")] and run.selected(runs, None) == runs
+
+
 def test_the_committed_records_are_the_plans_runs_and_within_the_cost_model(experiment, tmp_path):
     store = harness.RecordStore(experiment.name, RESULTS)
     runs = {(r.name, r.seed): r for r in run.plan(experiment, _args(experiment, tmp_path))}
