@@ -13,7 +13,7 @@ Usage::
                                      [--data-root ../shared/data] [--cache-dir DIR]
                                      [--output BENCHMARKS.md] [--section-suffix TEXT] [--quick]
 
-**Data.** The (anchor, positive) training pairs of ``experiments/hooks/retrieval.py`` (the retrieval experiment's
+**Data.** The (anchor, positive) training pairs of ``contrastext nli-to-beir`` (the retrieval experiment's
 data, built in memory with its defaults: SNLI dev + test premises and the hypotheses they entail, the seeded
 evaluation queries' pairs left out): 4,258 pairs, 4,183 distinct positives; ``--pairs N`` keeps the first N. The bank at the training set's
 size (``train`` in ``--bank-sizes``) holds one row per distinct positive, as the run builds it. A larger size N
@@ -104,6 +104,7 @@ BEGIN_MARKER, END_MARKER = markdown_block.markers(SCRIPT)  # --section-suffix ap
 SECTION = "## Online hard negatives for mnrl: cost of a kept bank"
 TRAIN = 0
 """``--bank-sizes`` entry ``train``: the bank the training set makes (one row per distinct positive)."""
+NLI_TRIPLETS = Path("nli") / "snli_devtest_for_simcse.csv"  # the retrieval experiment's source (docs/RETRIEVAL.md)
 
 # arm -> negatives.* overrides (None: source none, the baseline)
 ARMS: dict[str, dict[str, str] | None] = {
@@ -127,18 +128,14 @@ ARM_WORDS = {
 
 
 def training_pairs(data_root: Path, limit: int | None) -> list[tuple[str, str]]:
-    """The retrieval experiment's (anchor, positive) training pairs (``experiments/hooks/retrieval.py``, its
+    """The retrieval experiment's (anchor, positive) training pairs (``contrastext nli-to-beir``'s, at its
     defaults), the first ``limit`` of them."""
-    experiments = str(REPO / "experiments")
-    if experiments not in sys.path:
-        sys.path.insert(0, experiments)
-    import harness
+    from contrastext.data.nli_retrieval import build_nli_retrieval
 
-    retrieval = harness.load_module(REPO / "experiments" / "hooks" / "retrieval.py", "retrieval_hook")
-    if not (data_root / retrieval.SOURCE).is_file():
-        raise SystemExit(f"error: {data_root / retrieval.SOURCE}: not found (give --data-root)")
-    built = retrieval.build(data_root, **retrieval.SPLIT)
-    pairs = built["pairs"]
+    source = data_root / NLI_TRIPLETS
+    if not source.is_file():
+        raise SystemExit(f"error: {source}: not found (give --data-root)")
+    pairs = build_nli_retrieval(source)["pairs"]
     return pairs if limit is None else pairs[:limit]
 
 
@@ -486,7 +483,7 @@ def render(args: argparse.Namespace, load_before, table: dict[str, dict], skippe
     model = "all-MiniLM-L6-v2 (the recipe's)" if args.model is None else f"`{args.model}`"
     versions = f"torch {torch.__version__}, faiss {faiss.__version__}; torch and faiss threads = {args.threads} in the steps"
     details = [
-        f"data: {args.pair_count:,} (anchor, positive) training pairs of `experiments/hooks/retrieval.py` (SNLI dev + "
+        f"data: {args.pair_count:,} (anchor, positive) training pairs of `contrastext nli-to-beir` (SNLI dev + "
         f"test premises → entailed hypotheses, its seeded split); the bank at the training set's size holds their "
         f"{train_rows:,} distinct positives (real embeddings); larger banks add a `negatives.corpus` of distinct "
         f"lines whose rows are jittered copies of those ({args.jitter:g} σ, not encoded)",
