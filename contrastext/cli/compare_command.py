@@ -3,6 +3,9 @@
 Each RUN_DIR is a training output folder (or its ``train_log.jsonl``) or a folder of ``seed-<s>/`` runs
 (drawn and tabulated as mean ± std over the seeds). The table gives, per metric and run, the last
 evaluation and the value at the best checkpoint (the step the run's ``train.metric_for_best`` selected).
+When two or more RUN_DIRs are seed folders, a second table pairs each of them with the first by seed
+(contrastext.evaluation.significance): n, Δ, 95 % t-interval, t-test p, sign-flip permutation p, and the p
+Holm-adjusted over the table's rows.
 
 Example::
 
@@ -54,6 +57,39 @@ def print_table(groups, table: dict) -> None:
     Console(width=max(120, 24 + 30 * len(groups)), soft_wrap=False).print(shown)
 
 
+def print_paired(groups, metrics: list[str]) -> None:
+    """Every seed folder after the first against the first, paired by seed, on each metric's best values."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from contrastext.evaluation.plots import EVAL_PREFIX, seed_values
+    from contrastext.evaluation.significance import holm, paired
+
+    folders = [group for group in groups if group.multi_seed]
+    if len(folders) < 2:
+        return
+    baseline, rows = folders[0], []
+    for metric in metrics:
+        reference = seed_values(baseline, EVAL_PREFIX + metric)
+        for group in folders[1:]:
+            rows.append((metric, group.name, paired(seed_values(group, EVAL_PREFIX + metric), reference)))
+    adjusted = holm([found.p for _, _, found in rows])
+    shown = Table(title=f"paired by seed against {baseline.name} (best checkpoint's value; last without one)",
+                  caption="Δ = mean(run − baseline) over the seeds both have; t-interval 95 %; permutation: exact "
+                  "sign-flip (Monte Carlo above 16 seeds); Holm over the rows of this table, on the larger p")
+    for column in ("metric", "run", "n", "Δ", "95 % t-interval", "t p", "permutation p", "Holm p"):
+        shown.add_column(column, justify="left" if column in ("metric", "run") else "right")
+    for (metric, name, found), p in zip(rows, adjusted, strict=True):
+        interval = "-" if found.n < 2 else f"[{found.low:+.4f}, {found.high:+.4f}]"
+        shown.add_row(metric, name, str(found.n), "-" if found.n < 1 else f"{found.delta:+.4f}", interval,
+                      *(_p(value) for value in (found.t_p, found.permutation_p, p)))
+    Console(width=140, soft_wrap=False).print(shown)
+
+
+def _p(value: float) -> str:
+    return "-" if value != value else f"{value:.3g}"  # nan: fewer than 2 pairs
+
+
 @app.command("compare")
 def compare(
     run_dirs: list[Path] = typer.Argument(
@@ -68,7 +104,8 @@ def compare(
     ),
 ) -> None:
     """Draw the evaluation metrics of several runs on one plot (PNG) and print a table of their last and
-    best values. A folder of seed-N/ runs counts as one run: mean ± std over its seeds."""
+    best values. A folder of seed-N/ runs counts as one run: mean ± std over its seeds; two or more such
+    folders are also compared with the first, paired by seed (Δ, t-interval, permutation p, Holm)."""
     from contrastext.cli.encode_command import check_output_folder
     from contrastext.evaluation.plots import compare_runs
 
@@ -84,4 +121,5 @@ def compare(
             raise
         raise ContrastextError(f"--out {out}: cannot write the plot ({error.strerror or error})") from None
     print_table(groups, table)
+    print_paired(groups, list(table))
     typer.echo(f"plot written to {path}")

@@ -1,1 +1,2 @@
-"""Evaluation: STS, classification probes and metrics, geometry, gradient diagnostics, plots."""
+"""Evaluation: STS, classification probes and metrics, geometry, gradient diagnostics, paired statistics over
+seeds, plots."""

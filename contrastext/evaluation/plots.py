@@ -315,6 +315,18 @@ def summarize_metric(group: RunGroup, key: str) -> MetricSummary:
     return MetricSummary(last, best, last_std, best_std, seeds=len(pairs))
 
 
+def seed_values(group: RunGroup, key: str) -> dict[int, float]:
+    """``{seed: value}`` of ``key`` (an ``eval/...`` log key) over a multi-seed folder's runs: each run's best
+    checkpoint's value, or its last evaluation when it selects none (the seed is the ``seed-<s>`` number)."""
+    found = {}
+    for name, folder, records in zip(group.seeds, group.folders, group.records, strict=True):
+        last, best = _last_and_best(folder, records, key)
+        value = best if best is not None else last
+        if value is not None:
+            found[int(SEED_FOLDER.match(name).group(1))] = value
+    return found
+
+
 def _is_alias(metric: str) -> bool:
     """``score`` and ``<task>_<split>_score`` repeat another key (the first set's / the task's own metric)."""
     return metric == "score" or metric.endswith("_score")

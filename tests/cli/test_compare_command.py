@@ -95,3 +95,27 @@ def test_bad_input_is_one_line(two_runs, tmp_path, capsys):
     assert "--metric stsb_test_spearman" in message and "stsb_dev_spearman" in message
     message = one_line_error(*run(["compare", str(small), "--out", str(tmp_path / "x.pdf")], capsys)[::2])
     assert ".png" in message
+
+
+def test_seed_folders_are_paired_by_seed_against_the_first(two_runs, tmp_path, capsys):
+    """Folder a holds the small-lr run as seed-1 and seed-2, folder b the large-lr run: each pair differs by the
+    two runs' best values, so Δ is that difference, the interval has no width and the exact sign-flip p over
+    2 seeds is 2 of 4 sign vectors."""
+    import shutil
+
+    small, large = two_runs
+    for name, source in (("a", small), ("b", large)):
+        for seed in (1, 2):
+            target = tmp_path / name / f"seed-{seed}"
+            target.mkdir(parents=True)
+            for file in ("train_log.jsonl", "config.yaml"):
+                shutil.copy(source / file, target / file)
+    out = tmp_path / "paired.png"
+    code, stdout, stderr = run(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out),
+                                "--metric", "stsb_dev_spearman"], capsys)  # fmt: skip
+    assert code == 0, stderr
+    best = [json.loads((folder / "metrics.json").read_text())["metrics"]["stsb_dev_spearman"] for folder in two_runs]
+    delta = best[1] - best[0]
+    assert "paired by seed against" in stdout
+    row = next(line for line in stdout.splitlines() if "stsb_dev_spearman" in line and f"{delta:+.4f}" in line)
+    assert f"[{delta:+.4f}, {delta:+.4f}]" in row and "0.5" in row
