@@ -16,6 +16,7 @@ draw of ``train_rows`` rows made with the fine-tuning seed (label distribution k
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import statistics
 from pathlib import Path
@@ -31,6 +32,7 @@ MAJORITY = {"sst2": 50.92, "mrpc": 68.38, "rte": 52.71, "mrpc_f1": 81.22}
 MAJORITY["avg"] = statistics.fmean(MAJORITY[t] for t in TASKS)
 
 
+QUEUE = 8192  # recipes/capt.yaml's method_args.queue_size: the queued negatives of every CAPT anchor
 SCRATCH = "scratch/"  # the from-scratch block (issue 25 item 6): one pre-training per variant AND pre-training seed
 CORPUS = "scratch-corpus.txt"  # its pre-training sentences, in <runs>/capt (prepare_corpus)
 
@@ -166,10 +168,7 @@ def finetune(run, args) -> tuple[dict, dict]:
     # from scratch, the record's seed is the pre-training's and the grid's ``fseed`` the fine-tuning's
     task, seed, key = run.point["task"], run.point.get("fseed", run.seed), _key(run)
     rows = run.sizes["scratch_train_rows" if run.name.startswith(SCRATCH) else "train_rows"]
-    pretraining = _pretraining(run, args)
-    again = pretraining is not None and _cached(run, key, pretraining.comparable()) is None
-    if again:
-        _pretrain(pretraining, args)
+    pretraining, again = _encoder_ready(run, args)
     config = load_config(recipe_path(run.recipe), _resolved(run))
     method_args = parse_method_args(get_recipe(config.method), config)
     stage = stage_config(finetune_config(config, method_args, seed), data={"few_shot": rows})
@@ -192,6 +191,36 @@ def finetune(run, args) -> tuple[dict, dict]:
     if pretraining is not None:
         _clean(run, args, key)
     return metrics, inputs
+
+
+def _encoder_ready(run, args):
+    """``(the planned pre-training of run's encoder, whether it was pre-trained again)``: an encoder whose record is
+    there but whose folder was deleted (or made with other overrides) is pre-trained again first."""
+    pretraining = _pretraining(run, args)
+    again = pretraining is not None and _cached(run, _key(run), pretraining.comparable()) is None
+    if again:
+        _pretrain(pretraining, args)
+    return pretraining, again
+
+
+def probe(run, args) -> tuple[dict, dict]:
+    """The frozen encoder's dev accuracy under the library's linear probe (``contrastext eval``'s: logistic
+    regression on ``scratch_train_rows`` seeded training rows, C by 5-fold cross-validation), pooled by the grid's
+    ``pooling`` (else the encoder's own): whether the encoder carries the task's signal apart from any fine-tuning
+    lr (the read-out diagnostic)."""
+    from contrastext.evaluation.suite import evaluate_task
+    from contrastext.models.encoder import TextEncoder
+
+    pretraining, again = _encoder_ready(run, args)
+    key, task = _key(run), run.point["task"]
+    encoder = TextEncoder.load(_weights(run, key) / "encoder")
+    encoder.pooling = run.point.get("pooling", encoder.pooling)
+    _, found = evaluate_task(encoder, f"{task}:dev", args.data_root, max_train=run.sizes["scratch_train_rows"])
+    metrics = {name: finite(found.get(name)) for name in ("accuracy", "f1", "mcc")}
+    if pretraining is not None:
+        _clean(run, args, key)
+    about = {name: found[name] for name in ("C", "c_selection", "n", "n_train") if name in found}
+    return metrics, {"probe": about, "pooling": encoder.pooling, "pretrained_again": again}
 
 
 def _clean(run, args, key: str) -> None:
@@ -249,6 +278,7 @@ def context(page: dict) -> dict:
     for record in store.records:
         head, _, tail = record["setting"].removeprefix(SCRATCH).partition("/")
         key = "pre-training" if head == "pretrain" else f"{tail.partition('@')[0]} fine-tuning"
+        key = "read-out diagnostic" if head == "diag" else key
         key = f"from scratch: {key}" if record["setting"].startswith(SCRATCH) else key
         minutes[key] = minutes.get(key, 0.0) + record["wall_s"] / 60
     def mlm_share(variant: str) -> list[float]:
@@ -274,4 +304,6 @@ def context(page: dict) -> dict:
             "mlm_share": mlm_share, "readouts_at_majority": readouts_at_majority, "fmt_values": lambda found, digits=2: harness.fmt_mean_std(found, digits=digits),
             "limit_minutes": harness.DEFAULT_BUDGET_MINUTES,
             "same_rank": same_rank,
+            # Eq. 4 with a uniform guess: two directions, each over 2B − 1 in-batch and QUEUE queued candidates
+            "uniform_capt_loss": 2 * math.log(2 * page["scratch_batch_size"] - 1 + QUEUE),
             "on_floor": lambda task: [v for v in variants if page["mean"](f"{v}/{task}", METRIC) < MAJORITY[task] + 3]}
