@@ -137,6 +137,31 @@ def _pretrain(run, args) -> dict:
     return stored
 
 
+def _initialise(run, args) -> dict:
+    """Keep the random small BERT of ``run``'s overrides with no pre-training step (the read-outs' control), in the
+    layout of a pre-trained encoder; returns the stored summary."""
+    from contrastext import get_recipe, load_config, recipe_path, set_seed
+    from contrastext.runs.capt import capt_encoder
+    from contrastext.runs.registry import parse_method_args
+
+    config = load_config(recipe_path(run.recipe), _resolved(run))
+    set_seed(config.seed)
+    encoder = capt_encoder(config, parse_method_args(get_recipe(config.method), config))
+    folder = _weights(run, _key(run))
+    shutil.rmtree(folder, ignore_errors=True)
+    encoder.save(folder / "encoder")
+    stored = {"overrides": run.comparable(), "metrics": {"steps": 0.0},
+              "inputs": {"resolved_config": config.model_dump(mode="json")}}
+    (folder / "pretrain.json").write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")  # written last
+    return stored
+
+
+def initialise(run, args) -> tuple[dict, dict]:
+    """The ``scratch/pretrain/none`` record: the kept random encoder's summary, made when it is not there."""
+    stored = _cached(run, _key(run), run.comparable()) or _initialise(run, args)
+    return dict(stored["metrics"]), dict(stored["inputs"])
+
+
 def _inputs(stage_dir: Path, args, config) -> dict:
     """The stage folder's resolved config and data hashes (the config given, when the folder has none)."""
     import run as runner  # experiments/run.py
@@ -199,7 +224,7 @@ def _encoder_ready(run, args):
     pretraining = _pretraining(run, args)
     again = pretraining is not None and _cached(run, _key(run), pretraining.comparable()) is None
     if again:
-        _pretrain(pretraining, args)
+        (_initialise if pretraining.setting.run == "initialise" else _pretrain)(pretraining, args)
     return pretraining, again
 
 
@@ -221,6 +246,32 @@ def probe(run, args) -> tuple[dict, dict]:
         _clean(run, args, key)
     about = {name: found[name] for name in ("C", "c_selection", "n", "n_train") if name in found}
     return metrics, {"probe": about, "pooling": encoder.pooling, "pretrained_again": again}
+
+
+def geometry(run, args) -> tuple[dict, dict]:
+    """Mean pairwise cosine and uniformity (Wang & Isola, t = 2; 0 when every sentence has one embedding) of the
+    frozen encoder's embeddings of the task's dev sentences, pooled by the mean and by [CLS]."""
+    import numpy as np
+
+    from contrastext import load_task
+    from contrastext.evaluation.geometry import uniformity
+    from contrastext.models.encoder import TextEncoder
+
+    pretraining, again = _encoder_ready(run, args)
+    key, task = _key(run), run.point["task"]
+    encoder = TextEncoder.load(_weights(run, key) / "encoder")
+    texts = list(dict.fromkeys(e.texts[0] for e in load_task(f"{task}:dev", Path(args.data_root)).examples))
+    metrics = {}
+    for pooling in ("mean", "cls"):
+        encoder.pooling = pooling
+        found = np.asarray(encoder.encode(texts, batch_size=64), dtype=np.float64)
+        unit = found / np.linalg.norm(found, axis=1, keepdims=True)
+        cosines = unit @ unit.T
+        metrics[f"cosine_{pooling}"] = float((cosines.sum() - len(texts)) / (len(texts) * (len(texts) - 1)))
+        metrics[f"uniformity_{pooling}"] = float(uniformity(found))
+    if pretraining is not None:
+        _clean(run, args, key)
+    return metrics, {"sentences": len(texts), "pretrained_again": again}
 
 
 def _clean(run, args, key: str) -> None:
