@@ -70,12 +70,13 @@ def t_test_p(differences: Sequence[float]) -> float:
 
 def sign_flip_p(differences: Sequence[float], resamples: int = MONTE_CARLO_FLIPS, seed: int = 0) -> float:
     """Two-sided sign-flip permutation p of the mean difference: exact up to n = 16, else ``resamples`` seeded
-    Monte Carlo draws (at least 10,000); nan for no difference."""
+    Monte Carlo draws (at least 10,000); nan for no difference, 1 for one (both of its signs are as extreme; SciPy
+    refuses a single observation)."""
     d = np.asarray(differences, dtype=float)
-    if d.size < 1:
-        return math.nan
     if resamples < MONTE_CARLO_FLIPS:
         raise ValueError(f"resamples must be at least {MONTE_CARLO_FLIPS} (got {resamples})")
+    if d.size < 2:
+        return 1.0 if d.size else math.nan
     draws = 2**d.size if d.size <= EXACT_UP_TO else resamples  # 2^n draws or more: scipy enumerates them all
     found = stats.permutation_test((d,), lambda x, axis: np.mean(x, axis=axis), permutation_type="samples",
                                    vectorized=True, n_resamples=draws, rng=np.random.default_rng(seed))

@@ -46,6 +46,7 @@ def test_tost_is_the_larger_one_sided_p_at_plus_minus_the_margin():
 @pytest.mark.parametrize("d", [
     D, [1.0, 2.0, 3.0, 4.0, 5.0],  # every sign the same: the smallest p at n = 5, 2/32
     [0.5, -0.5, 0.25, -0.25],  # mean 0: p = 1
+    [1.7], [-0.3],  # one pair: both signs as extreme, p = 1 (SciPy refuses one observation)
     [1.0, 1.0, -1.0, 2.0, 2.0, 1.0],  # ties among the flipped means
     [-0.82, -1.1, -0.3, -0.7, -1.4, 0.2, -0.9, -0.5, -1.3, -0.6, 0.1, -0.4, -1.0, -0.2, -0.8, -0.35],  # n = 16
 ])

@@ -64,7 +64,9 @@ def test_the_committed_records_are_the_plans_runs_and_within_the_cost_model(expe
     store = harness.RecordStore(experiment.name, RESULTS)
     runs = {(r.name, r.seed): r for r in run.plan(experiment, _args(experiment, tmp_path))}
     assert run.mismatched(store, list(runs.values())) == []
-    ratios = {key: store.get(*key)["wall_s"] / item.reference_seconds() for key, item in runs.items() if store.has(*key)}
+    # a CAPT read-out that found its encoder deleted pre-trained it again first: its wall time holds that pre-training
+    ratios = {key: store.get(*key)["wall_s"] / item.reference_seconds() for key, item in runs.items()
+              if store.has(*key) and not store.get(*key).get("provenance", {}).get("pretrained_again")}
     outside = {key: round(ratio, 2) for key, ratio in ratios.items() if not 1 / FACTOR <= ratio <= FACTOR}
     assert len(ratios) >= min(10, len(runs)) and not outside  # gd_mechanism: one run
     assert 0.5 <= statistics.median(ratios.values()) <= 2.0
