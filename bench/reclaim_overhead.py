@@ -51,6 +51,11 @@ the N / B steps between two trainings. Retrainings during the timed steps (none 
 same bank rows load it (``load_index``: minutes of k-means at 1M rows saved per child, so several rounds fit);
 the build time shown is then the one measured at that build.
 
+**In-step profile.** In the top-K rows the child also times, inside every timed step, the two searches
+(``nearest_negatives``) and counts the distinct bank rows the critic gathers from both banks (the batch's top-K
+sets overlap, random rows barely do): the sentence under the table sets them beside the `top-K none` row, whose
+difference to the kept index mixes the searches' time with the critic's smaller gather.
+
 **Recall@100.** After the timed steps, for ``--recall-batches`` further batches (not trained on), the top-K
 of the kept index (with its in-place updates) is compared with ``ExactSearch`` on the same queries and bank
 state: |ivf ∩ exact| / K averaged over the queries and both banks. Each query's own row is excluded by both.
@@ -382,6 +387,7 @@ def run_child(args: argparse.Namespace) -> dict:
         result["nprobe"] = ans.search_u.index.nprobe if ans.search_u.index is not None else None
         result["retrain_after"] = ans.search_u.retrain_after
         builds_before = ans.search_u.builds + ans.search_v.builds
+    in_step = in_step_profile(ans) if ans is not None and ans.mode == "topk" else None
     step_s: list[float] = []
     baseline_step_s: list[float] = []  # the twin's, with --interleave
     losses: list[float] = []
@@ -397,6 +403,9 @@ def run_child(args: argparse.Namespace) -> dict:
         examples = next_batch()
         if twin is not None and step % 2 == 0:  # the twin first on even steps, second on odd ones
             twin_elapsed, _ = timed_step(*twin, examples, device, config.train.grad_clip)
+        if in_step is not None:
+            in_step["search_s"].append(0.0)
+            in_step["rows"].append(0)
         elapsed, loss = timed_step(method, optimizer, scheduler, examples, device, config.train.grad_clip)
         if twin is not None and step % 2 == 1:
             twin_elapsed, _ = timed_step(*twin, examples, device, config.train.grad_clip)
@@ -412,6 +421,9 @@ def run_child(args: argparse.Namespace) -> dict:
     else:
         result["peak_mib"] = result["peak_rss_mib"] = status_mib("VmHWM")
     result["step_s"] = step_s
+    if in_step is not None:  # the timed steps' own: the warm-up's are left out as for step_s
+        result["search_s"] = in_step["search_s"][args.warmup:total]
+        result["gathered_rows"] = in_step["rows"][args.warmup:total]
     if twin is not None:
         result["baseline_step_s"] = baseline_step_s
     result["final_loss"] = losses[-1]
@@ -434,6 +446,31 @@ def run_child(args: argparse.Namespace) -> dict:
         result["recall_u"] = statistics.fmean(r[0] for r in recalls) if recalls else None
         result["recall_v"] = statistics.fmean(r[1] for r in recalls) if recalls else None
     return result
+
+
+def in_step_profile(ans) -> dict[str, list]:
+    """Time, inside every training step, the two searches (``nearest_negatives``) and count the distinct bank rows
+    the batch's top-K sets gather from both banks (the critic projects each once): per step, appended to the lists
+    of the returned dict (the loop starts a step's entries). A profile of the step, not a change of it."""
+    found: dict[str, list] = {"search_s": [], "rows": []}
+    search, get_u, get_v = ans.nearest_negatives, ans.bank_u.get, ans.bank_v.get
+
+    def timed_search(*args, **kwargs):
+        started = time.perf_counter()
+        near = search(*args, **kwargs)
+        if found["search_s"]:
+            found["search_s"][-1] += time.perf_counter() - started
+        return near
+
+    def counted(get):
+        def gather(rows):
+            if found["rows"]:
+                found["rows"][-1] += int(rows.numel())
+            return get(rows)
+        return gather
+
+    ans.nearest_negatives, ans.bank_u.get, ans.bank_v.get = timed_search, counted(get_u), counted(get_v)
+    return found
 
 
 # ------------------------------------------------------------------------------------------------ parent
@@ -537,6 +574,9 @@ def summarise(cells: list[Cell]) -> list[dict]:
                 line["round_ratios"] = [paired_ratio(r["step_s"], b["step_s"]) for r, b in paired]
                 line["ratio"] = statistics.median(line["round_ratios"])
                 line["extra_mib"] = statistics.median(r["peak_mib"] - b["peak_mib"] for r, b in paired)
+            if all(r.get("search_s") for r in rounds):  # the in-step profile of a top-K row
+                line["search_ms"] = statistics.median(1e3 * statistics.median(r["search_s"]) for r in rounds)
+                line["gathered_rows"] = statistics.median(statistics.median(r["gathered_rows"]) for r in rounds)
             first = rounds[0]
             for key in ("build_s", "nlist", "nprobe", "retrain_after", "exact_reason"):
                 if key in first:
@@ -673,6 +713,7 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
         baseline_ms = next(
             (other["ms"] for other in table if other["row"] == "baseline" and other["size"] == line["size"]), None
         )
+        profile += in_step_sentence(line, table, baseline_ms)
         if baseline_ms and line.get("build_s") is not None:
             steps_between = line.get("retrain_after", 1.0) * line["size"] / args.batch_size
             amortised = 100 * 1e3 * line["build_s"] / steps_between / baseline_ms
@@ -688,6 +729,21 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], table: list
         lines.append("- /proc/self/clear_refs was not writable: peaks are the whole child's (set-up included)")
     lines.append(end)
     return "\n".join(lines) + "\n"
+
+
+def in_step_sentence(line: dict, table: list[dict], baseline_ms: float | None) -> str:
+    """The in-step profile of a kept-index row beside its ``top-K none`` row: the two searches' own time and the
+    distinct rows gathered from both banks per step ("" when the run has no profile)."""
+    if line.get("search_ms") is None or not baseline_ms:
+        return ""
+    text = (f" Inside the step the two searches took {line['search_ms']:.1f} ms "
+            f"({100 * line['search_ms'] / baseline_ms:.1f} % of the baseline's step) and the critic gathered "
+            f"{line['gathered_rows']:,.0f} distinct bank rows (both banks)")
+    random_rows = next((other.get("gathered_rows") for other in table
+                        if other["row"] == "top-K none" and other["size"] == line["size"]), None)
+    if random_rows is not None:
+        text += f", against {random_rows:,.0f} for the random rows of `top-K none`"
+    return text + "."
 
 
 # ------------------------------------------------------------------------------------------------------ CLI

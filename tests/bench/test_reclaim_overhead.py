@@ -1,5 +1,6 @@
 """bench/reclaim_overhead.py's verdict rules: the goal per model and bank size, no verdict below 3 rounds, and
-``--interleave``'s ratio taken within each child (its twin's steps) instead of against the baseline's child."""
+``--interleave``'s ratio taken within each child (its twin's steps) instead of against the baseline's child; the
+in-step profile of the top-K rows (the searches' own time and the distinct rows gathered)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,35 @@ def test_a_reused_index_is_named_by_what_fixes_the_bank_rows_and_passed_to_every
             others.add(bench.kept_index_paths(SimpleNamespace(**{**vars(args), **change}), 1_000_000)[0])
         assert len(others | {u, bench.kept_index_paths(args, 67_349)[0]}) == 5
         assert "--reuse-index" in bench.child_command(args, "top-K ivf", 1_000_000, args.features)
+
+
+def test_the_in_step_profile_times_the_searches_and_counts_the_gathered_rows_of_each_step():
+    import torch
+
+    class Bank:
+        def get(self, rows):
+            return rows * 2
+
+    class FakeANS:
+        bank_u, bank_v = Bank(), Bank()
+
+        def nearest_negatives(self, u, v, indices):
+            return u, v
+
+    with loaded_bench("reclaim_overhead") as bench:
+        ans = FakeANS()
+        found = bench.in_step_profile(ans)
+        assert ans.nearest_negatives(1, 2, None) == (1, 2) and found == {"search_s": [], "rows": []}  # no step yet
+        for count in (3, 5):  # two steps, as run_child starts them
+            found["search_s"].append(0.0)
+            found["rows"].append(0)
+            ans.nearest_negatives(1, 2, None)
+            assert torch.equal(ans.bank_u.get(torch.arange(count)), 2 * torch.arange(count))
+            ans.bank_v.get(torch.arange(4))
+        assert found["rows"] == [7, 9] and all(seconds > 0 for seconds in found["search_s"])
+        table = [{"row": "top-K none", "size": 10, "gathered_rows": 6400.0},
+                 {"row": "top-K ivf", "size": 10, "search_ms": 25.0, "gathered_rows": 2100.0}]
+        assert bench.in_step_sentence(table[1], table, 500.0) == (
+            " Inside the step the two searches took 25.0 ms (5.0 % of the baseline's step) and the critic gathered "
+            "2,100 distinct bank rows (both banks), against 6,400 for the random rows of `top-K none`.")
+        assert bench.in_step_sentence({"row": "top-K ivf"}, table, 500.0) == ""
