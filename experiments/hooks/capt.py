@@ -348,11 +348,21 @@ def context(page: dict) -> dict:
         found = [r["metrics"]["accuracy"] for r in store.records if r["setting"].startswith(f"{SCRATCH}{variant}/sst2@f")]
         return sum(abs(value - MAJORITY["sst2"]) < 0.01 for value in found), len(found)
 
+    def diag(variant: str, suffix: str, key: str = METRIC):
+        """The read-out diagnostic's value of ``scratch/diag/<variant>/sst2@<suffix>`` (pre-training seed 1)."""
+        return store.values(f"{SCRATCH}diag/{variant}/sst2@{suffix}", key).get(1)
+
+    def diag_finetunes(variant: str) -> list[float]:
+        """The diagnostic's fine-tuned accuracies of one encoder: every pooling and lr recorded."""
+        return [r["metrics"][METRIC] for r in store.records
+                if r["setting"].startswith(f"{SCRATCH}diag/{variant}/sst2@") and "-lr" in r["setting"]]
+
     sts = {v: pretrained(v, "stsb_dev_spearman") for v in variants[1:]}
     glue = {v: page["mean"](f"{v}/avg", METRIC) for v in variants[1:]}
     same_rank = None not in sts.values() and sorted(sts, key=sts.get) == sorted(glue, key=glue.get)
     return {"variants": variants, "majority": MAJORITY, "pretrained": pretrained, "minutes": minutes,
-            "mlm_share": mlm_share, "readouts_at_majority": readouts_at_majority, "fmt_values": lambda found, digits=2: harness.fmt_mean_std(found, digits=digits),
+            "mlm_share": mlm_share, "readouts_at_majority": readouts_at_majority, "diag": diag,
+            "diag_finetunes": diag_finetunes, "fmt_values": lambda found, digits=2: harness.fmt_mean_std(found, digits=digits),
             "limit_minutes": harness.DEFAULT_BUDGET_MINUTES,
             "same_rank": same_rank,
             # Eq. 4 with a uniform guess: two directions, each over 2B − 1 in-batch and QUEUE queued candidates
