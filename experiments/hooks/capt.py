@@ -1,5 +1,7 @@
 """CAPT's hook (experiments/specs/capt.yaml): the staged pre-training, the seeded fine-tuning and the task average;
-the from-scratch block's corpus, its pre-trainings per seed and the mean over its fine-tuning seeds.
+the from-scratch block's corpus, its pre-trainings per seed and the mean over its fine-tuning seeds; its read-out
+diagnostic: a never pre-trained control encoder (``initialise``), frozen-feature probes (``probe``) and the frozen
+embeddings' geometry (``geometry``).
 
 Each variant is pre-trained once (``pretrain/<variant>``, seed 0) through ``run_recipe`` with no fine-tuning stage;
 its encoder is kept in ``<runs>/capt/pretrained/<variant>/encoder`` (with ``pretrain.json``, written last) and
