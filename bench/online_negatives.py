@@ -10,7 +10,7 @@ Usage::
                                      [--steps 20] [--warmup 3] [--rounds 2] [--threads 1] [--build-threads N]
                                      [--k 8] [--batch-size 32] [--max-length L] [--pairs N] [--model M]
                                      [--reencode-every 1000] [--jitter 0.25] [--recall-batches 8]
-                                     [--data-root ../shared/data] [--cache-dir DIR]
+                                     [--data-root ../shared/data] [--cache-dir DIR] [--interleave]
                                      [--output BENCHMARKS.md] [--section-suffix TEXT] [--quick]
 
 **Data.** The (anchor, positive) training pairs of ``contrastext nli-to-beir`` (the retrieval experiment's
@@ -63,7 +63,12 @@ step on the same batch), median over rounds. Memory: the child resets its peak r
 (``/proc/self/clear_refs``) after the warm-up and reads ``VmHWM`` after the timed steps: everything resident
 counts (model, AdamW state, the bank, the layout tables, the corpus's texts, faiss's index, activations). "+ MiB"
 is the difference to the same round's baseline, "+ B per bank row" that difference in bytes over the bank's rows
-(the bank itself is 4·dim = 1,536 B a row at 384 dims).
+(the bank itself is 4·dim = 1,536 B a row at 384 dims). Two processes doing the same work can differ by more
+than a bank's cost (a single round of 2026-11-27 put every bank arm *below* in-batch), so ``--interleave`` pairs in
+time instead, as ``bench/reclaim_overhead.py --interleave`` does: each arm's child also builds the in-batch run (a
+twin, same seed, same batches) and steps both on every batch, the twin first on even steps and second on odd ones;
+"× baseline" is then the median of arm step / twin step within that process, median over rounds, and "+ MiB" is not
+given (the peak holds both runs: a run without ``--interleave`` measures memory).
 
 The report goes to stdout and, with ``--output``, replaces the block between ``<!-- begin
 bench/online_negatives.py -->`` and ``<!-- end bench/online_negatives.py -->`` of that file.
@@ -338,6 +343,7 @@ def worker(args: argparse.Namespace) -> int:
     scheduler = scheduler_from_config(optimizer, train, len(rows))
     method.train()
     method.on_train_start(len(rows))  # the bank is filled: nothing encoded here
+    twin = interleaved_twin(args, order, len(examples)) if args.interleave and online is not None else None
     if online is not None and online.search.stateful:  # build the kept index now, timed apart from the steps
         batch = method.collate(rows[-1])
         with torch.no_grad(), thread_count(args.build_threads, args.threads):
@@ -348,16 +354,25 @@ def worker(args: argparse.Namespace) -> int:
         index = online.search.index
         result.update(nlist=index.nlist if index is not None else None, nprobe=index.nprobe if index is not None else None,
                       builds_before=online.search.builds, retrain_after=online.search.retrain_after)
-    step_s, losses = [], []
+    step_s, losses, twin_s = [], [], []
     for step in range(total):
         if step == args.warmup:
             result["peak_reset"] = reset_peak_rss()
             result["rss_before_mib"] = status_mib("VmRSS")
+        if twin is not None and step % 2 == 0:  # the twin first on even steps, second on odd ones
+            twin_elapsed = twin(step)
         started = time.perf_counter()
         losses.append(train_step(method, rows[step], optimizer, scheduler, train.grad_clip))
+        elapsed = time.perf_counter() - started
+        if twin is not None and step % 2 == 1:
+            twin_elapsed = twin(step)
         if step >= args.warmup:
-            step_s.append(time.perf_counter() - started)
+            step_s.append(elapsed)
+            if twin is not None:
+                twin_s.append(twin_elapsed)
     result.update(step_s=step_s, final_loss=losses[-1], peak_mib=status_mib("VmHWM"))
+    if twin is not None:
+        result["baseline_step_s"] = twin_s
     if online is not None and online.search.stateful:
         result["builds_during_steps"] = online.search.builds - result.pop("builds_before")
         result["exact_fallbacks"] = online.search.exact_fallbacks
@@ -376,6 +391,31 @@ def worker(args: argparse.Namespace) -> int:
         result["recall"] = kept_recall(method, online, rows[total + 1 : total + 1 + args.recall_batches], online.k)
     Path(args.result).write_text(json.dumps(result))
     return 0
+
+
+def interleaved_twin(args: argparse.Namespace, order: list[list[int]], rows: int):
+    """``--interleave``: the in-batch run (the baseline's config, same seed) built in this process, stepped on the
+    same batches; returns ``step(i) -> seconds`` of its optimiser step on batch ``i``."""
+    import torch
+
+    from contrastext.training.schedules import optimizer_from_config, scheduler_from_config
+
+    torch.manual_seed(args.seed)
+    config, method, examples = build_run(args, BASELINE)
+    if len(examples) != rows:
+        raise SystemExit(f"error: the twin has {len(examples)} training rows, the arm {rows}")
+    batches_of = [[examples[i] for i in chunk] for chunk in order]
+    optimizer = optimizer_from_config(method, config.train)
+    scheduler = scheduler_from_config(optimizer, config.train, len(batches_of))
+    method.train()
+    method.on_train_start(len(batches_of))
+
+    def step(index: int) -> float:
+        started = time.perf_counter()
+        train_step(method, batches_of[index], optimizer, scheduler, config.train.grad_clip)
+        return time.perf_counter() - started
+
+    return step
 
 
 # ------------------------------------------------------------------------------------------------ parent
@@ -419,6 +459,7 @@ def measure(args: argparse.Namespace, cells: list[str], work: Path) -> dict[str,
         "--data-root", str(args.data_root), "--cache-dir", str(args.cache_dir),
         *(["--model", args.model] if args.model is not None else []),
         *(["--max-length", str(args.max_length)] if args.max_length is not None else []),
+        *(["--interleave"] if args.interleave else []),
     ]
 
     def run_arm(cell: str, round_index: int) -> dict:
@@ -449,7 +490,10 @@ def summarise(results: dict[str, list[dict]]) -> dict[str, dict]:
             "first": runs[0],
         }
         paired = [(run, base[run["round"]]) for run in runs if run["round"] in base]
-        if paired:
+        if all("baseline_step_s" in run for run in runs):  # --interleave: paired within each process
+            line["ratio"] = statistics.median(paired_ratio(r["step_s"], r["baseline_step_s"]) for r in runs)
+            line["round_ratios"] = [paired_ratio(r["step_s"], r["baseline_step_s"]) for r in runs]
+        elif paired:
             line["ratio"] = statistics.median(paired_ratio(r["step_s"], b["step_s"]) for r, b in paired)
             line["extra"] = statistics.median(r["peak_mib"] - b["peak_mib"] for r, b in paired)
         if "build_s" in runs[0]:
@@ -494,6 +538,13 @@ def render(args: argparse.Namespace, load_before, table: dict[str, dict], skippe
         "peak = largest resident set during the timed steps (VmHWM after resetting it); + MiB = minus the "
         "baseline's in the same round; + B per bank row = + MiB in bytes / bank rows (the bank alone: "
         "4·dim B a row)",
+        *([
+            "--interleave: each bank arm's child also holds the in-batch run (a twin, same seed) and steps both on "
+            "every batch, the twin first on even steps and second on odd ones; × baseline = the median over steps "
+            "of (arm's step / twin's step on the same batch, same process), then the median over rounds (each "
+            "round's in the note under the table); the peak holds both runs, so + MiB is not given (a run without "
+            "--interleave measures memory)"
+        ] if args.interleave else []),
     ]
     begin, end = markdown_block.markers(SCRIPT, args.section_suffix)
     lines = [
@@ -549,6 +600,9 @@ def render(args: argparse.Namespace, load_before, table: dict[str, dict], skippe
                 f"| {rows:,} | {words} | {line['ms']:,.1f} | {ratio} | {line['peak']:,.0f} | {extra} | {per_row} "
                 f"| {recall} | {one_off} | {amortised} |"
             )
+            if "round_ratios" in line and len(line["round_ratios"]) > 1:
+                notes.append(f"- {rows:,} rows, {words}: × baseline per round "
+                             + ", ".join(f"{ratio:.3f}" for ratio in line["round_ratios"]))
             if "build_s" in line and first.get("nlist") is not None:
                 when = ("fewer than a tenth of that, so none comes due" if min(train_rows, rows) < 0.1 * due
                         else f"amortised above as one build per {due / args.batch_size:,.0f} steps of {args.batch_size}")
@@ -617,6 +671,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--model", default=None, help="the encoder (--set model=...; default the recipe's)")
     parser.add_argument("--data-root", type=Path, default=common.default_data_root())
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "contrastext-bench")
+    parser.add_argument("--interleave", action="store_true",
+                        help="each bank arm's child also steps an in-batch twin on the same batches: time paired "
+                        "within a process (no memory column)")
     parser.add_argument("--output", type=Path, default=None, help="markdown file whose marked block is replaced")
     parser.add_argument("--quick", action="store_true", help="smoke run: 120 pairs, banks of their positives and of 12,000 rows, 1 round of 2 steps")
     markdown_block.add_suffix_option(parser)

@@ -91,3 +91,16 @@ def test_a_quick_run_writes_its_block_with_every_arm(bench, in_process_arms, tmp
     ivf = rows[("12,000", bench.ARM_WORDS["momentum-ivf"])]
     assert 0.5 <= float(ivf[5]) <= 1 and "index build" in ivf[6]
     assert "negatives: bank re-encoded at step 1000 in" in block and "kept IVF index: nlist" in block
+
+
+def test_interleave_pairs_each_bank_arm_with_an_in_batch_twin_in_its_process(bench, in_process_arms, tmp_path,
+                                                                             data_root, make_st_model):
+    output = tmp_path / "BENCHMARKS.md"
+    code = bench.main(["--quick", "--interleave", "--arms", "in-batch,momentum-exact", "--bank-sizes", "train",
+                       "--model", make_st_model(), "--data-root", str(data_root), "--cache-dir", str(tmp_path / "cache"),
+                       "--output", str(output)])  # fmt: skip
+    assert code == 0
+    block = output.read_text().split(bench.BEGIN_MARKER)[1].split(bench.END_MARKER)[0]
+    row = next(line.split("|")[1:-1] for line in block.splitlines() if bench.ARM_WORDS["momentum-exact"] in line)
+    assert float(row[3]) > 0 and row[5].strip() == "–"  # × baseline against the twin; no memory column
+    assert "--interleave: each bank arm's child also holds the in-batch run" in block
