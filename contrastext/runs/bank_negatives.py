@@ -2,8 +2,9 @@
 
 :func:`check_bank_negatives` refuses, before the model loads, what cannot take bank negatives (each a ConfigError
 naming the key): an objective other than InfoNCE or a Matryoshka one (``negatives.source``), a search name that is
-not registered (``negatives.search``), a ``k`` not below the bank's rows (``negatives.k``), a corpus that is not a
-readable ``.txt`` file (``negatives.corpus``). :func:`with_bank_negatives` turns the training examples into
+not registered (``negatives.search``), ``negatives.search_nlist`` / ``search_nprobe`` for a search that takes no
+such argument (only ``ivf`` has inverted lists), a ``k`` not below the bank's rows (``negatives.k``), a corpus that is
+not a readable ``.txt`` file (``negatives.corpus``). :func:`with_bank_negatives` turns the training examples into
 ``IndexedExample`` rows (the bank is addressed by row) and builds the
 :class:`~contrastext.negatives.online.OnlineNegatives` over their texts after the anchor, the corpus after them.
 Which recipes take the section at all is ``RunSpec.takes_negatives`` (:mod:`contrastext.runs.registry`).
@@ -16,7 +17,7 @@ from pathlib import Path
 from contrastext.data.examples import Example, IndexedExample
 from contrastext.errors import ConfigError
 from contrastext.negatives.online import BankLayout, OnlineNegatives, bank_layout
-from contrastext.negatives.search import SEARCHES
+from contrastext.negatives.search import SEARCHES, make_search
 from contrastext.objectives.infonce import InfoNCE
 from contrastext.runtime.processes import is_main_process
 from contrastext.training.batch_sampling import key_origin
@@ -53,6 +54,7 @@ def check_bank_negatives(config: TrainConfig, loss_name: str, objective, example
             "method_args.loss=infonce without method_args.matryoshka_dims, or negatives.source=none"
         )
     SEARCHES.check(settings.search, "negatives.search", key_origin(config, "negatives.search"))
+    search_arguments(config)
     layout = bank_layout([example.texts for example in examples], corpus_texts(config))
     if settings.k >= len(layout.texts):
         raise ConfigError(
@@ -60,6 +62,22 @@ def check_bank_negatives(config: TrainConfig, loss_name: str, objective, example
             f"distinct texts; k must be below that"
         )
     return layout
+
+
+def search_arguments(config: TrainConfig) -> dict[str, int]:
+    """``negatives.search_nlist`` / ``search_nprobe`` (those set) as the search's constructor arguments; a
+    ConfigError naming the key when ``negatives.search`` takes no such argument."""
+    settings, accepted = config.negatives, SEARCHES.accepted_arguments(config.negatives.search)
+    given = {name: value for name, value in (("nlist", settings.search_nlist), ("nprobe", settings.search_nprobe))
+             if value is not None}
+    for name in given:
+        if name not in accepted:
+            raise ConfigError(
+                f"{key_origin(config, f'negatives.search_{name}')}: negatives.search_{name}: search "
+                f"{settings.search!r} takes no {name} (its arguments: {', '.join(accepted) or 'none'}); it applies "
+                "to search: ivf"
+            )
+    return given
 
 
 def with_bank_negatives(config: TrainConfig, layout: BankLayout, examples: list[Example], encoder,
@@ -70,7 +88,7 @@ def with_bank_negatives(config: TrainConfig, layout: BankLayout, examples: list[
                for i, example in enumerate(examples)]  # fmt: skip
     online = OnlineNegatives(
         layout, width, settings.k, refresh=settings.refresh, momentum=settings.momentum,
-        reencode_every=settings.reencode_every, search=settings.search,
+        reencode_every=settings.reencode_every, search=make_search(settings.search, **search_arguments(config)),
         absolute_margin=settings.absolute_margin, relative_margin=settings.relative_margin,
     )
     if is_main_process():

@@ -421,6 +421,13 @@ class NegativesSection(Section):
         description="the nearest-neighbour search over the bank, a registered search name: exact, faiss, ivf (a "
         "faiss IVF index kept across steps and updated in place; approximate, and rebuilt on a resume)",
     )
+    search_nlist: int | None = Field(
+        default=None, gt=0, description="search: ivf: inverted lists; null: 4·√N (4,000 at 1M bank rows)"
+    )
+    search_nprobe: int | None = Field(
+        default=None, gt=0, description="search: ivf: lists scanned per query (more: higher recall, slower steps); "
+        "null: 2048/√nlist (32 at 1M bank rows)",
+    )
     absolute_margin: float | None = Field(
         default=None,
         description="sentence-transformers' mine_hard_negatives meaning: a candidate is dropped when its similarity "

@@ -116,6 +116,8 @@ def st_model(make_st_model) -> str:
         ("mnrl", ["negatives.source=queue"], r"negatives\.source: Input should be 'none' or 'bank'"),
         ("mnrl", ["negatives.momentum=1"], r"negatives\.momentum: Input should be less than 1"),
         ("mnrl", ["negatives.search=annoy"], r"negatives\.search: unknown search 'annoy'; known searches: exact"),
+        ("mnrl", ["negatives.search_nprobe=8"], r"negatives\.search_nprobe: search 'exact' takes no nprobe"),
+        ("mnrl", ["negatives.search_nlist=0"], r"negatives\.search_nlist: Input should be greater than 0"),
         ("mnrl", ["negatives.k=24"], r"negatives\.k=24: the bank holds 24 distinct texts"),
         ("mnrl", ["method_args.loss=triplet"], r"negatives\.source=bank appends bank rows to the candidates of InfoNCE"),
         ("mnrl", ["negatives.corpus=more.csv"], r"negatives\.corpus='more\.csv': give a \.txt file"),
@@ -142,3 +144,11 @@ def test_cached_gradient_chunks_give_the_whole_batch_loss_with_bank_negatives(tm
     chunks = [method.embed(chunk) for chunk in method.split_batch(batch, 2)]
     views = [torch.cat(parts) for parts in zip(*chunks, strict=True)]
     torch.testing.assert_close(method.loss_from_embeddings(views, batch)["infonce"], method(batch)["infonce"])
+
+
+def test_the_kept_index_takes_its_lists_and_probes_from_the_section(tmp_path, make_st_model, data_root):
+    cfg = config(tmp_path, make_st_model(), "run", "mnrl", "negatives.search=ivf", "negatives.search_nlist=4",
+                 "negatives.search_nprobe=2")
+    spec = get_recipe("mnrl")
+    search = spec.build(cfg, cfg.method_args_as(spec.args_model), data_root).method.negatives.search
+    assert (search.options["nlist"], search.options["nprobe"]) == (4, 2)
