@@ -534,7 +534,9 @@ def render(args: argparse.Namespace, load_before, table: dict[str, dict], skippe
         f"step = collate + forward + backward + clip + AdamW + schedule + after_step of `mnrl` on {model}, batch "
         f"{args.batch_size}, k = {args.k}, max length {args.max_length_used}, float32; median of {args.steps} "
         f"steps after {args.warmup} warm-up, {args.rounds} round(s), each cell in its own process, round-robin; the "
-        "baseline (no bank) runs once a round and every row's × baseline and + MiB are against it",
+        "baseline (no bank) runs once a round and every row's "
+        + ("ms/step and peak sit beside it (× baseline: against the row's twin, below)" if args.interleave
+           else "× baseline and + MiB are against it"),
         "peak = largest resident set during the timed steps (VmHWM after resetting it); + MiB = minus the "
         "baseline's in the same round; + B per bank row = + MiB in bytes / bank rows (the bank alone: "
         "4·dim B a row)",
