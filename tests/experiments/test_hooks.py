@@ -162,10 +162,14 @@ def test_reclaim_plain_arm_trains_like_reclaim_its_step_time_and_the_bench_block
     assert [found[key] for key in ("status", "date", "k", "in_batch_mib")] == ["ok", "2026-01-02 03:00 UTC", "100", ["+200"]]
     assert found["rows"] == [{"bank_rows": "10", "time_pct": pytest.approx(25.0), "extra_mib": "+350"}]
     assert hook.bench_numbers(path) == "bench top-K: +25 % at 10 rows; memory +350 MiB at 10"
-    paired = " " + hook.INTERLEAVED
+    paired = " " + hook.INTERLEAVED[0]
     path.write_text(BLOCK.format("", "") + BLOCK.format(paired, paired).replace("1.250", "1.125"), encoding="utf-8")
     assert hook.bench_overhead(path, paired.strip())["rows"][0]["time_pct"] == pytest.approx(12.5)
     assert hook.bench_numbers(path).startswith("bench top-K: +12 % at 10 rows paired in time")
+    large = " " + hook.INTERLEAVED[1]  # a second paired block (1M rows): its rows follow, each size read once
+    path.write_text(path.read_text() + BLOCK.format(large, large).replace("| 10 |", "| 20 |"), encoding="utf-8")
+    assert [row["bank_rows"] for row in hook.paired_overhead(path)["rows"]] == ["10", "20"]
+    assert hook.bench_numbers(path).startswith("bench top-K: +12 % at 10 rows paired in time, +25 % at 20 rows paired")
     path.write_text(BLOCK.format("", "").replace("ivf (kept)", "flat"), encoding="utf-8")
     assert hook.bench_overhead(path)["status"] == "no top-K rows"
 
