@@ -4,8 +4,8 @@ The options have ST's names and meanings (``sentence_transformers.util.hard_nega
 
 1. the corpus is the distinct texts of ``corpus`` (``--corpus``) followed by the positives, or the distinct
    positives alone; the queries are the distinct anchors (a query given with several positives keeps them all);
-2. everything is embedded once, L2-normalised, and each query's ``range_max + max_positives`` nearest corpus texts
-   are found by cosine similarity (``search``: any registered search, :data:`contrastext.negatives.search.SEARCHES`:
+2. everything is embedded once, L2-normalised, and each query's ``range_max + max_positives + 1`` nearest corpus
+   texts (the extra one: the query's own text, when the corpus holds it) are found by cosine similarity (``search``: any registered search, :data:`contrastext.negatives.search.SEARCHES`:
    ``exact``, chunked matrix products; ``faiss``, a flat inner-product index; ``ivf``, faiss's approximate inverted
    lists, built once over the corpus), ``query_chunk_size`` queries at a time;
    ``range_max`` defaults to ``range_min + num_negatives + max_positives``, or ``range_min + 10·num_negatives +
@@ -13,7 +13,8 @@ The options have ST's names and meanings (``sentence_transformers.util.hard_nega
 3. a query's own positives are removed (unless ``include_positives``), then candidates that fail a filter:
    ``absolute_margin`` (score + margin > the query's lowest positive score), ``relative_margin`` (score >
    lowest positive − |lowest positive|·margin), ``max_score`` (score > it), ``min_score`` (score < it);
-   a query text that also appears in the corpus stays a candidate, as in ST;
+   a query's own text, when the corpus holds it, is never its candidate (ST ≥ 6.3; with ``include_positives`` a
+   query that is its own positive keeps it);
 4. of the ``range_max`` best left, the first ``range_min`` are skipped and ``num_negatives`` taken: the best
    (``sampling_strategy="top"``) or drawn at random among the valid ones (``"random"``, seeded; ST's draws for
    ``random.seed(seed)``), best first;
@@ -211,7 +212,7 @@ def mine_hard_negatives(
 
     corpus_embeddings = _normalised(encode(texts))
     query_embeddings = _normalised(encode(unique_queries))
-    k = range_max + max_positives
+    k = range_max + max_positives + 1  # ST >= 6.3: one more, for the query's own text in the corpus
     scores, indices = search_candidates(query_embeddings, corpus_embeddings, k, options.search,
                                         options.query_chunk_size, progress)  # fmt: skip
 
@@ -229,6 +230,12 @@ def mine_hard_negatives(
     flat_positives = torch.cat([torch.tensor(own) for own in positive_lists])
     positive_scores = (query_embeddings[flat_queries] * corpus_embeddings[flat_positives]).sum(dim=1)
 
+    own_text = torch.tensor([corpus_index.get(query, -1) for query in unique_queries])
+    if options.include_positives:  # a query that is its own positive keeps itself (ST)
+        for query, positive in zip(queries, positives, strict=True):
+            if query == positive:
+                own_text[query_index[query]] = -1
+    scores[(indices == own_text.unsqueeze(1)) & (indices != -1)] = -float("inf")
     if not options.include_positives:
         scores[(indices.unsqueeze(2) == padded.unsqueeze(1)).any(dim=2)] = -float("inf")
     candidates = scores.numel()

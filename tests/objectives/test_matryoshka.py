@@ -29,6 +29,9 @@ class GivenEmbeddings(nn.Module):
     def get_embedding_dimension(self) -> int:
         return self.width
 
+    def _get_untruncated_embedding_dimension(self) -> int:  # sentence-transformers >= 6.3 asks the model for it
+        return self.width
+
 
 def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
