@@ -10,7 +10,7 @@ Usage::
                                      [--steps 20] [--warmup 3] [--rounds 2] [--threads 1] [--build-threads N]
                                      [--k 8] [--batch-size 32] [--max-length L] [--pairs N] [--model M]
                                      [--reencode-every 1000] [--jitter 0.25] [--recall-batches 8]
-                                     [--data-root ../shared/data] [--cache-dir DIR] [--interleave]
+                                     [--data-root ../shared/data] [--cache-dir DIR] [--interleave] [--nprobe N]
                                      [--output BENCHMARKS.md] [--section-suffix TEXT] [--quick]
 
 **Data.** The (anchor, positive) training pairs of ``contrastext nli-to-beir`` (the retrieval experiment's
@@ -185,6 +185,8 @@ def recipe_config(args: argparse.Namespace, arm: str, corpus: Path | None = None
                       *(f"negatives.{key}={value}" for key, value in settings.items())]
         if corpus is not None:
             overrides.append(f"negatives.corpus={corpus}")
+        if settings.get("search") == "ivf" and args.nprobe is not None:
+            overrides.append(f"negatives.search_nprobe={args.nprobe}")
     return load_config(recipe_path("mnrl"), overrides)
 
 
@@ -456,6 +458,7 @@ def measure(args: argparse.Namespace, cells: list[str], work: Path) -> dict[str,
         "--warmup", str(args.warmup), "--k", str(args.k), "--batch-size", str(args.batch_size),
         "--seed", str(args.seed), "--jitter", str(args.jitter), "--recall-batches", str(args.recall_batches),
         "--reencode-every", str(args.reencode_every), "--build-threads", str(args.build_threads),
+        *(["--nprobe", str(args.nprobe)] if args.nprobe is not None else []),
         "--data-root", str(args.data_root), "--cache-dir", str(args.cache_dir),
         *(["--model", args.model] if args.model is not None else []),
         *(["--max-length", str(args.max_length)] if args.max_length is not None else []),
@@ -673,6 +676,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--model", default=None, help="the encoder (--set model=...; default the recipe's)")
     parser.add_argument("--data-root", type=Path, default=common.default_data_root())
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "contrastext-bench")
+    parser.add_argument("--nprobe", type=int, default=None,
+                        help="negatives.search_nprobe of the ivf arm (default: IVFSearch's, 2048/sqrt(nlist))")
     parser.add_argument("--interleave", action="store_true",
                         help="each bank arm's child also steps an in-batch twin on the same batches: time paired "
                         "within a process (no memory column)")
@@ -689,6 +694,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.batch_size, args.recall_batches, args.faiss_max_rows = 8, 2, 1000
         args.pairs = args.pairs or 120
         args.max_length = args.max_length or 32
+    if args.nprobe is not None and args.nprobe < 1:
+        parser.error("need --nprobe >= 1")
     if min(args.steps, args.rounds, args.threads, args.build_threads, args.batch_size, args.k) < 1 or args.warmup < 0:
         parser.error("need --steps, --rounds, --threads, --build-threads, --batch-size, --k >= 1 and --warmup >= 0")
     args.argv = argv

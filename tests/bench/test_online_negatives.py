@@ -104,3 +104,11 @@ def test_interleave_pairs_each_bank_arm_with_an_in_batch_twin_in_its_process(ben
     row = next(line.split("|")[1:-1] for line in block.splitlines() if bench.ARM_WORDS["momentum-exact"] in line)
     assert float(row[3]) > 0 and row[5].strip() == "–"  # × baseline against the twin; no memory column
     assert "--interleave: each bank arm's child also holds the in-batch run" in block
+
+
+def test_nprobe_reaches_the_kept_index_of_the_ivf_arm(bench, in_process_arms, tmp_path, data_root, make_st_model):
+    output = tmp_path / "BENCHMARKS.md"
+    code = bench.main(["--quick", "--arms", "in-batch,momentum-ivf", "--nprobe", "3", "--model", make_st_model(),
+                       "--data-root", str(data_root), "--cache-dir", str(tmp_path / "cache"), "--output", str(output)])
+    assert code == 0
+    assert "kept IVF index: nlist" in output.read_text() and "nprobe 3;" in output.read_text()
