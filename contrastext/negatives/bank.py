@@ -98,8 +98,12 @@ class MemoryBank(nn.Module):
         return indices.to(device=self.bank.device, dtype=torch.long)
 
     def get(self, indices: Tensor) -> Tensor:
-        """The bank rows at ``indices`` (any shape), as a new tensor of shape ``indices.shape + (dim,)``."""
-        return self.bank[self._check_indices(indices)]
+        """The bank rows at ``indices`` (any shape), as a new tensor of shape ``indices.shape + (dim,)``.
+
+        ``index_select`` on the flattened indices, not ``bank[indices]``: the same rows, and on CPU several
+        times faster for a few thousand rows of a large bank (advanced indexing walks every element)."""
+        indices = self._check_indices(indices)
+        return self.bank.index_select(0, indices.reshape(-1)).view(*indices.shape, self.dim)
 
     @torch.no_grad()
     def update(self, indices: Tensor, values: Tensor) -> None:
@@ -117,7 +121,8 @@ class MemoryBank(nn.Module):
         counts = torch.bincount(inverse, minlength=unique.size(0)).to(values.dtype).unsqueeze(1)
         fresh = sums / counts
         self._notice_untracked_writes()
-        self.bank[unique] = (1.0 - self.momentum) * fresh + self.momentum * self.bank[unique]
+        old = self.bank.index_select(0, unique)
+        self.bank.index_copy_(0, unique, (1.0 - self.momentum) * fresh + self.momentum * old)
         self._record_written(unique)
 
     def _buffer_stamp(self) -> tuple:

@@ -328,7 +328,7 @@ class IVFSearch(NearestNeighbourSearch):
             rows = changed.detach().cpu().long().unique()
             if int(rows[0]) < 0 or int(rows[-1]) >= keys.size(0):
                 raise IndexError(f"IVFSearch changed rows must be in [0, {keys.size(0)}), got {rows.tolist()[:5]}…")
-            vectors = F.normalize(keys[rows.to(keys.device)].detach().float(), dim=1).cpu().numpy()
+            vectors = F.normalize(keys.index_select(0, rows.to(keys.device)).detach().float(), dim=1).cpu().numpy()
             ids = rows.numpy()
             self._index.update_vectors(ids, np.ascontiguousarray(vectors))
             self.updated_rows += ids.size
@@ -415,7 +415,7 @@ class IVFSearch(NearestNeighbourSearch):
 
     @staticmethod
     def _normalised(keys: Tensor, rows: Tensor | None = None) -> np.ndarray:
-        chosen = keys if rows is None else keys[rows]
+        chosen = keys if rows is None else keys.index_select(0, rows)
         return np.ascontiguousarray(F.normalize(chosen.detach().float(), dim=1).cpu().numpy())
 
 

@@ -149,7 +149,9 @@ class WassersteinCritic(nn.Module):
         else:
             first_rows = F.linear(self.project_u(rows), weight_u, bias)
             first_fixed = F.linear(self.project_v(fixed), weight_v)
-        return self._after_first_layer(first_fixed.unsqueeze(1) + first_rows[index])
+        # index_select on the flat (B·K,) index (its backward an index_add_), not first_rows[index]: same values.
+        addressed = first_rows.index_select(0, index.reshape(-1)).view(*index.shape, first_rows.size(-1))
+        return self._after_first_layer(first_fixed.unsqueeze(1) + addressed)
 
     def forward(self, u: Tensor, v: Tensor) -> Tensor:
         """g(u, v) = sigmoid(score(u, v)) ∈ (0, 1)."""
