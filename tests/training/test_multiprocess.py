@@ -14,11 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 from safetensors.torch import load_file
 
 from contrastext.runtime.run_log import read_log
-from tests.training.two_processes import on_two_processes, simcse_argv
+from tests.training.two_processes import assert_same_weights, on_two_processes, simcse_argv
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +37,6 @@ def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, drop
     assert weights_two.keys() == weights_one.keys()
     moved = max(float((weights_one[name] - before[name]).abs().max()) for name in before if name in weights_one)
     assert moved > 2e-4  # the training did change the weights (3 steps, lr 1e-4)
-    for name in weights_one:
-        assert torch.allclose(weights_two[name], weights_one[name], atol=1e-5), name
+    assert_same_weights(weights_one, weights_two, steps=3, lr=1e-4)
     losses = {run: [r["loss"] for r in read_log(folder / "train_log.jsonl")] for run, folder in folders.items()}
     assert len(losses["one"]) == 3 and losses["two"] == pytest.approx(losses["one"], abs=1e-5)
