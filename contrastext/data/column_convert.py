@@ -1,8 +1,10 @@
 """Streaming conversion of a pair file (CSV / TSV / JSONL) or a local ``datasets`` split to a column store.
 
 A training file of 100M rows does not fit in memory as Python :class:`~contrastext.data.examples.Example`
-objects (~0.7 GB per million pairs). :func:`column_examples` converts it once, chunk by chunk (bounded memory,
-:data:`CHUNK_ROWS` rows at a time), into a folder that :class:`~contrastext.data.column_store.ColumnExamples`
+objects (~0.7 GB per million pairs). :func:`column_examples` converts it once, a block of rows at a time (bounded
+memory: a CSV / TSV file :data:`~contrastext.data.readers.csv_blocks.BLOCK_BYTES` at a time, by Arrow's string
+kernels where no line is quoted, :mod:`contrastext.data.readers.csv_blocks`; JSONL and ``datasets`` rows
+:data:`CHUNK_ROWS` at a time), into a folder that :class:`~contrastext.data.column_store.ColumnExamples`
 memory-maps:
 
 - ``texts.arrow``: an Arrow IPC file, one string column a text column (``text_0`` …) and ``line``
@@ -13,10 +15,10 @@ memory-maps:
   compares instead of the strings (two different texts with one hash, p ≈ n²/2⁶⁵, would be kept apart too);
 - ``meta.json``: the file it came from, its columns, the rows kept and the rows dropped as blank.
 
-The rows are read exactly as the in-memory path reads them (the same row readers, texts stripped, an empty text,
-a missing column or a bad line a DataFormatError naming ``path:line``), and rows holding a text that is blank once
-tokenised (:func:`~contrastext.data.quality.is_blank`) are dropped during the conversion, counted in
-``meta.json`` with the first one's source.
+The rows are those the in-memory path reads (the same rules, texts stripped, an empty text, a missing column or a
+bad line a DataFormatError naming ``path:line``), and rows holding a text that is blank once tokenised
+(:func:`~contrastext.data.quality.is_blank`) are dropped during the conversion, counted in ``meta.json`` with the
+first one's source.
 
 The folder lives in a cache directory (``cache_dir``, else ``$CONTRASTEXT_CACHE/columns``, else
 ``~/.cache/contrastext/columns``), never beside the input, named by a key of the input's fingerprint
@@ -38,21 +40,17 @@ import logging
 import os
 import shutil
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from contrastext.data.column_store import HASHES, LENGTHS, META, TEXTS, ColumnExamples, text_field
-from contrastext.data.quality import is_blank
-from contrastext.data.readers.lines import (
-    PathLike,
-    iter_csv_rows,
-    require_columns,
-    require_file,
-    require_text,
-    source,
-)
+from contrastext.data.quality import REMOVED_CATEGORIES, is_blank
+from contrastext.data.readers.csv_blocks import TextBlock, csv_blocks
+from contrastext.data.readers.lines import PathLike, require_file, require_text, source
 from contrastext.data.readers.table import FORMAT_BY_SUFFIX, _as_text, json_records
 from contrastext.errors import DataFormatError, EmptyDataError
 from contrastext.runtime.fingerprint import fingerprint
@@ -63,11 +61,12 @@ FORMAT_VERSION = 1
 """Bumped when the store's layout changes: older stores are converted again."""
 
 CHUNK_ROWS = 65_536
-"""Rows held in Python at a time during a conversion."""
+"""Rows held in Python at a time while JSONL or ``datasets`` rows are converted."""
 
 CACHE_ENV = "CONTRASTEXT_CACHE"
 
 Row = tuple[int, tuple[str, ...]]
+T = TypeVar("T")
 
 
 def default_cache_dir() -> Path:
@@ -91,33 +90,30 @@ def store_key(path: PathLike, text_columns: Sequence[str], split: str | None = N
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def file_rows(path: PathLike, text_columns: Sequence[str]) -> Iterator[Row]:
-    """``(line, texts)`` of a CSV / TSV / JSONL file, read and checked as :func:`~contrastext.data.readers.table.
-    read_table` reads it (header, column count, texts stripped, an empty text an error naming ``path:line``)."""
+def file_blocks(path: PathLike, text_columns: Sequence[str]) -> Iterator[TextBlock]:
+    """The rows of a CSV / TSV / JSONL file in blocks, read and checked as :func:`~contrastext.data.readers.table.
+    read_table` reads it (header, column count, texts stripped, an empty text an error naming ``path:line``): CSV and
+    TSV by :func:`~contrastext.data.readers.csv_blocks.csv_blocks` (Arrow's kernels where no line is quoted),
+    JSONL row by row."""
     file = require_file(path)
     file_format = FORMAT_BY_SUFFIX.get(file.suffix.lower())
     if file_format is None:
         raise ValueError(f"cannot tell the format of {file} from its suffix; use .csv, .tsv or .jsonl")
     if file_format == "jsonl":
-        return record_rows(file, json_records(file), text_columns)
-    return _csv_rows(file, iter_csv_rows(file, delimiter="," if file_format == "csv" else "\t"), text_columns)
+        return row_blocks(record_rows(file, json_records(file), text_columns), len(text_columns))
+    return csv_blocks(file, text_columns, delimiter="," if file_format == "csv" else "\t")
 
 
-def _csv_rows(path: Path, rows: Iterator[tuple[int, list[str]]], text_columns: Sequence[str]) -> Iterator[Row]:
-    first = next(rows, None)
-    if first is None:
-        raise DataFormatError(path, None, "the file is empty")
-    first_line, first_fields = first
-    header = [name.strip() for name in first_fields]
-    if not all(name in header for name in text_columns):
-        raise DataFormatError(
-            path, first_line,
-            f"expected a header row naming the columns {', '.join(text_columns)}; found {first_fields!r}",
-        )  # fmt: skip
-    positions = [header.index(name) for name in text_columns]
-    for line, fields in rows:
-        require_columns(path, line, fields, header)
-        yield line, tuple(require_text(path, line, fields[index], header[index]) for index in positions)
+def row_blocks(rows: Iterable[Row], width: int) -> Iterator[TextBlock]:
+    """``rows`` in blocks of :data:`CHUNK_ROWS`."""
+    chunk: list[Row] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == CHUNK_ROWS:
+            yield TextBlock.from_rows(chunk, width)
+            chunk = []
+    if chunk:
+        yield TextBlock.from_rows(chunk, width)
 
 
 def record_rows(where: PathLike, records: Iterable[tuple[int, dict]], text_columns: Sequence[str]) -> Iterator[Row]:
@@ -143,7 +139,7 @@ def column_examples(
     file = require_file(Path(path).expanduser())
     folder = Path(cache_dir or default_cache_dir()).expanduser() / store_key(file, text_columns)
     if not (folder / META).is_file():
-        convert(file_rows(file, text_columns), folder, str(file), list(text_columns), progress)
+        convert(file_blocks(file, text_columns), folder, str(file), list(text_columns), progress)
     return ColumnExamples(folder)
 
 
@@ -162,16 +158,17 @@ def dataset_column_examples(
     if not (folder / META).is_file():
         opened = open_dataset_split(str(dataset), split)
         rows = record_rows(opened.where, opened.records(), text_columns)
-        convert(rows, folder, opened.where, list(text_columns), progress)
+        convert(row_blocks(rows, len(text_columns)), folder, opened.where, list(text_columns), progress)
     return ColumnExamples(folder)
 
 
-def convert(rows: Iterable[Row], folder: Path, where: str, columns: list[str], progress: bool | None = None) -> None:
-    """Write ``rows`` as a column store into ``folder`` (see the module docstring), :data:`CHUNK_ROWS` at a time.
+def convert(
+    blocks: Iterable[TextBlock], folder: Path, where: str, columns: list[str], progress: bool | None = None
+) -> None:
+    """Write the rows of ``blocks`` as a column store into ``folder`` (see the module docstring), a block at a time.
 
     Rows with a blank text are dropped and counted; no row left is an EmptyDataError naming ``where``."""
     import pyarrow as pa
-    import xxhash
     from tqdm import tqdm
 
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -188,22 +185,16 @@ def convert(rows: Iterable[Row], folder: Path, where: str, columns: list[str], p
     try:
         with (pa.OSFile(str(partial / TEXTS), "wb") as sink, pa.ipc.new_file(sink, schema) as writer,
               open(partial / LENGTHS, "wb") as lengths, open(partial / HASHES, "wb") as hashes):  # fmt: skip
-            chunk: list[Row] = []
-            for line, texts in rows:
-                if any(is_blank(text) for text in texts):
-                    dropped += 1
-                    first_dropped = first_dropped or source(where, line)
-                    continue
-                chunk.append((line, texts))
-                if len(chunk) == CHUNK_ROWS:
-                    _write_chunk(chunk, len(columns), writer, lengths, hashes, pa, xxhash)
-                    kept += len(chunk)
-                    bar.update(len(chunk))
-                    chunk = []
-            if chunk:
-                _write_chunk(chunk, len(columns), writer, lengths, hashes, pa, xxhash)
-                kept += len(chunk)
-                bar.update(len(chunk))
+            for block in read_ahead(blocks):
+                blank = blank_rows(block)
+                if blank.any():
+                    dropped += int(blank.sum())
+                    first_dropped = first_dropped or source(where, int(block.lines[np.argmax(blank)]))
+                    block = block.filter(~blank)
+                if len(block):
+                    _write_block(block, schema, writer, lengths, hashes)
+                    kept += len(block)
+                    bar.update(len(block))
         if not kept:
             what = f"every row holds a blank text (the first at {first_dropped})" if dropped else (
                 "the file is empty or holds a header only")
@@ -224,21 +215,68 @@ def convert(rows: Iterable[Row], folder: Path, where: str, columns: list[str], p
                 where, time.perf_counter() - started, kept, dropped, folder)  # fmt: skip
 
 
-def _write_chunk(chunk: list[Row], width: int, writer, lengths, hashes, pa, xxhash) -> None:
-    columns = [[texts[position] for _, texts in chunk] for position in range(width)]
-    arrays = [pa.array(column, type=pa.string()) for column in columns]
-    arrays.append(pa.array([line for line, _ in chunk], type=pa.int64()))
-    names = [*(text_field(position) for position in range(width)), "line"]
-    writer.write_batch(pa.record_batch(arrays, names=names))
-    row_lengths = np.zeros(len(chunk), dtype=np.int64)
-    for column in columns:
-        row_lengths += np.fromiter(map(len, column), dtype=np.int64, count=len(chunk))
+_END = object()
+
+
+def read_ahead(items: Iterable[T]) -> Iterator[T]:
+    """``items``, each made in a worker thread while the caller works on the one before: a block's reading (file
+    reads and Arrow's kernels, which release the GIL) overlaps the previous block's hashing and writing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    iterator = iter(items)
+    with ThreadPoolExecutor(1, thread_name_prefix="contrastext-read-ahead") as pool:
+        coming = pool.submit(next, iterator, _END)
+        while (item := coming.result()) is not _END:
+            coming = pool.submit(next, iterator, _END)
+            yield item
+
+
+REMOVED_ASCII = np.array([unicodedata.category(chr(code)) in REMOVED_CATEGORIES for code in range(128)])
+"""Whether each ASCII character is removed before tokenising (:func:`~contrastext.data.quality.is_blank`)."""
+
+
+def blank_rows(block: TextBlock) -> np.ndarray:
+    """Whether each row holds a text that is blank once tokenised (:func:`~contrastext.data.quality.is_blank`).
+
+    A stripped text whose first character is ASCII and kept is not blank (``is_blank``'s own first test, on the
+    first byte of every text at once); ``is_blank`` decides the others, one by one."""
+    blank = np.zeros(len(block), dtype=bool)
+    for text in block.texts:
+        first = _first_bytes(text)
+        unsure = np.flatnonzero((first >= 0x80) | REMOVED_ASCII[first & 0x7F])
+        if unsure.size:
+            blank[unsure] |= [is_blank(value) for value in text.take(unsure).to_pylist()]
+    return blank
+
+
+def _first_bytes(text) -> np.ndarray:
+    """The first UTF-8 byte of every string of an Arrow string array with no empty string."""
+    import pyarrow as pa
+
+    offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    _, offsets, data = text.buffers()
+    starts = np.frombuffer(offsets, dtype=offset_type)[text.offset : text.offset + len(text)]
+    return np.frombuffer(data, dtype=np.uint8)[starts]
+
+
+def _write_block(block: TextBlock, schema, writer, lengths, hashes) -> None:
+    """One record batch of the texts and lines; each row's length in characters; each text's xxh3 hash, row
+    after row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import xxhash
+
+    texts = [text.cast(pa.string()) for text in block.texts]
+    writer.write_batch(pa.record_batch([*texts, pa.array(block.lines, type=pa.int64())], schema=schema))
+    row_lengths = np.zeros(len(block), dtype=np.int64)
+    for text in texts:
+        row_lengths += pc.utf8_length(text).to_numpy(zero_copy_only=False)
     lengths.write(row_lengths.astype("<i4").tobytes())
     digest = xxhash.xxh3_64_intdigest
-    flat = np.fromiter((digest(text.encode()) for _, texts in chunk for text in texts), dtype=np.uint64,
-                       count=len(chunk) * width)  # fmt: skip
-    hashes.write(flat.astype("<u8").tobytes())
+    per_text = [np.fromiter(map(digest, text.cast(pa.binary()).to_pylist()), dtype=np.uint64, count=len(block))
+                for text in texts]  # fmt: skip
+    hashes.write(np.stack(per_text, axis=1).astype("<u8").tobytes())
 
 
-__all__ = ["CHUNK_ROWS", "column_examples", "convert", "dataset_column_examples", "default_cache_dir", "file_rows",
-           "record_rows", "store_key"]
+__all__ = ["CHUNK_ROWS", "column_examples", "convert", "dataset_column_examples", "default_cache_dir", "file_blocks",
+           "record_rows", "row_blocks", "store_key"]

@@ -1,7 +1,7 @@
 """The data-quality checks of :mod:`contrastext.data.quality` on a column store, without the texts in Python.
 
-- Blank texts: dropped while the file is converted (:func:`contrastext.data.column_convert.convert`, row by row
-  with :func:`~contrastext.data.quality.is_blank`); the store records how many and the first one's source.
+- Blank texts: dropped while the file is converted (:func:`contrastext.data.column_convert.convert`, by
+  :func:`~contrastext.data.quality.is_blank`'s rule); the store records how many and the first one's source.
 - Duplicate positives (:func:`duplicate_positives`): counted on the positives' 64-bit hashes (one sort of an
   int64 column: 8 bytes a row, plus the sort's copy) up to :data:`DUPLICATE_SCAN_ROWS` rows; above it the check
   is skipped (None), as a sort of 100M hashes would hold ~2 GB for a line of advice. The count is the in-memory

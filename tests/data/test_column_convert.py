@@ -47,6 +47,16 @@ def test_the_store_holds_the_in_memory_rows_and_sources(tmp_path):
         store[4]
 
 
+def test_lengths_and_hashes_are_those_of_each_kept_row_s_texts(tmp_path):
+    import xxhash
+
+    path = write_pairs(tmp_path / "pairs.csv", ROWS + [(f"q {i}", f"a {i}") for i in range(100)])
+    store = column_examples(path, ["anchor", "positive"], cache_dir=tmp_path / "cache", progress=False)
+    texts = [example.texts for example in store]
+    assert store.hashes.tolist() == [[xxhash.xxh3_64_intdigest(text.encode()) for text in row] for row in texts]
+    assert store.lengths.tolist() == [sum(map(len, row)) for row in texts] and len(texts) == 104
+
+
 def test_jsonl_rows_are_read_as_the_in_memory_reader_does(tmp_path):
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps({"anchor": a, "positive": p, "id": i}) + "\n" for i, (a, p) in enumerate(ROWS)))

@@ -14,7 +14,7 @@ import logging
 import math
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -129,16 +129,22 @@ def iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
     except OSError as error:
         raise DataFormatError(path, None, f"cannot read the file ({error.strerror or error})") from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise DataFormatError(
-                    path, number, f"not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
-                ) from None
-            yield number, text.rstrip("\r\n")
+        yield from decode_lines(path, handle)
+
+
+def decode_lines(path: PathLike, raw_lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, str]]:
+    """:func:`iter_lines` on raw lines (each with its ``\\n``) that start at line ``first`` of ``path``: decoded
+    as UTF-8 (a bad byte a DataFormatError naming the line), the byte-order mark dropped from line 1."""
+    for number, raw in enumerate(raw_lines, start=first):
+        if number == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DataFormatError(
+                path, number, f"not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
+            ) from None
+        yield number, text.rstrip("\r\n")
 
 
 def iter_tab_rows(path: PathLike) -> Iterator[tuple[int, list[str]]]:
@@ -152,18 +158,30 @@ def iter_csv_rows(path: PathLike, delimiter: str = ",") -> Iterator[tuple[int, l
 
     A quoted field may span lines; the number given is the line where its record starts.
     """
-    lines = iter_lines(path)
-    reader = csv.reader((text + "\n" for _, text in lines), delimiter=delimiter, strict=True)
-    start = 1
+    return csv_records(path, iter_lines(path), delimiter)
+
+
+def csv_records(path: PathLike, lines: Iterable[tuple[int, str]], delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """:func:`iter_csv_rows` on numbered lines of ``path`` (:func:`decode_lines`): ``(first_line_number, fields)``
+    for each record, bad quoting a DataFormatError naming the line the csv module stopped at."""
+    last = [0]  # the number of the last line handed to the csv module
+
+    def texts() -> Iterator[str]:
+        for number, text in lines:
+            last[0] = number
+            yield text + "\n"
+
+    reader = csv.reader(texts(), delimiter=delimiter, strict=True)
+    lines_before = 0  # lines the csv module had read before this record
     while True:
         try:
             fields = next(reader)
         except StopIteration:
             return
         except csv.Error as error:
-            raise DataFormatError(path, reader.line_num, f"bad CSV quoting: {error}") from None
-        yield start, fields
-        start = reader.line_num + 1
+            raise DataFormatError(path, last[0], f"bad CSV quoting: {error}") from None
+        yield last[0] - (reader.line_num - lines_before) + 1, fields
+        lines_before = reader.line_num
 
 
 def iter_json_objects(path: PathLike, array_hint: str | None = None) -> Iterator[tuple[int, dict]]:
