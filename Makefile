@@ -31,6 +31,7 @@ bench: setup  # long (about 1.5 h on 2 cores): run it on a quiet machine
 	$(PY) bench/encode.py --data-root $(DATA_ROOT) --output BENCHMARKS.md
 	CONTRASTEXT_DATA=$(DATA_ROOT) $(PY) bench/grad_cache_memory.py --output BENCHMARKS.md
 	$(PY) bench/reclaim_overhead.py --output BENCHMARKS.md
+	$(PY) bench/ans_profile.py --data-root $(DATA_ROOT) --output BENCHMARKS.md
 
 bench-gpu: setup  # on a CUDA GPU: the cuda tests and the benches into BENCHMARKS-cuda.md (see bench/gpu.sh --help)
 	PYTHON=$(PY) bash bench/gpu.sh --data-root $(DATA_ROOT)

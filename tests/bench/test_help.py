@@ -12,7 +12,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.mark.parametrize(
-    "script", ["encode", "grad_cache_memory", "objectives", "reclaim_overhead", "train_simcse", "no_duplicates_sampler"]
+    "script",
+    ["ans_profile", "encode", "grad_cache_memory", "objectives", "reclaim_overhead", "train_simcse", "no_duplicates_sampler"],
 )
 def test_every_bench_script_prints_its_help(script):
     """A bare % in one option's help ("random 80%") crashed reclaim_overhead's --help."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import itertools
 import json
 import logging
 import math
@@ -162,26 +163,25 @@ def iter_csv_rows(path: PathLike, delimiter: str = ",") -> Iterator[tuple[int, l
 
 
 def csv_records(path: PathLike, lines: Iterable[tuple[int, str]], delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
-    """:func:`iter_csv_rows` on numbered lines of ``path`` (:func:`decode_lines`): ``(first_line_number, fields)``
-    for each record, bad quoting a DataFormatError naming the line the csv module stopped at."""
-    last = [0]  # the number of the last line handed to the csv module
-
-    def texts() -> Iterator[str]:
-        for number, text in lines:
-            last[0] = number
-            yield text + "\n"
-
-    reader = csv.reader(texts(), delimiter=delimiter, strict=True)
-    lines_before = 0  # lines the csv module had read before this record
+    """:func:`iter_csv_rows` on consecutive numbered lines of ``path`` (:func:`decode_lines`): ``(first_line_number,
+    fields)`` for each record, bad quoting a DataFormatError naming the line the csv module stopped at."""
+    lines = iter(lines)
+    first = next(lines, None)
+    if first is None:
+        return
+    before = first[0] - 1  # the line before the first: the csv module counts the lines it reads from 1
+    texts = itertools.chain([first[1] + "\n"], (text + "\n" for _, text in lines))
+    reader = csv.reader(texts, delimiter=delimiter, strict=True)
+    start = first[0]
     while True:
         try:
             fields = next(reader)
         except StopIteration:
             return
         except csv.Error as error:
-            raise DataFormatError(path, last[0], f"bad CSV quoting: {error}") from None
-        yield last[0] - (reader.line_num - lines_before) + 1, fields
-        lines_before = reader.line_num
+            raise DataFormatError(path, before + reader.line_num, f"bad CSV quoting: {error}") from None
+        yield start, fields
+        start = before + reader.line_num + 1
 
 
 def iter_json_objects(path: PathLike, array_hint: str | None = None) -> Iterator[tuple[int, dict]]:
