@@ -3,9 +3,9 @@
 A training file of 100M rows does not fit in memory as Python :class:`~contrastext.data.examples.Example`
 objects (~0.7 GB per million pairs). :func:`column_examples` converts it once, a block of rows at a time (bounded
 memory: a CSV / TSV file :data:`~contrastext.data.readers.csv_blocks.BLOCK_BYTES` at a time, by Arrow's string
-kernels where no line is quoted, :mod:`contrastext.data.readers.csv_blocks`; JSONL and ``datasets`` rows
-:data:`CHUNK_ROWS` at a time), into a folder that :class:`~contrastext.data.column_store.ColumnExamples`
-memory-maps:
+kernels where no line is quoted, :mod:`contrastext.data.readers.csv_blocks`; a ``datasets`` split
+:data:`CHUNK_ROWS` rows at a time from its Arrow table, :func:`dataset_blocks`; JSONL rows :data:`CHUNK_ROWS` at a
+time in Python), into a folder that :class:`~contrastext.data.column_store.ColumnExamples` memory-maps:
 
 - ``texts.arrow``: an Arrow IPC file, one string column a text column (``text_0`` …) and ``line``
   (the row's line in the file, for ``path:line`` sources);
@@ -49,7 +49,7 @@ import numpy as np
 
 from contrastext.data.column_store import HASHES, LENGTHS, META, TEXTS, ColumnExamples, text_field
 from contrastext.data.quality import REMOVED_CATEGORIES, is_blank
-from contrastext.data.readers.csv_blocks import TextBlock, csv_blocks
+from contrastext.data.readers.csv_blocks import PYTHON_WHITESPACE, TextBlock, csv_blocks
 from contrastext.data.readers.lines import PathLike, require_file, require_text, source
 from contrastext.data.readers.table import FORMAT_BY_SUFFIX, _as_text, json_records
 from contrastext.errors import DataFormatError, EmptyDataError
@@ -61,7 +61,7 @@ FORMAT_VERSION = 1
 """Bumped when the store's layout changes: older stores are converted again."""
 
 CHUNK_ROWS = 65_536
-"""Rows held in Python at a time while JSONL or ``datasets`` rows are converted."""
+"""Rows converted at a time from JSONL (in Python) or a ``datasets`` split (from its Arrow table)."""
 
 CACHE_ENV = "CONTRASTEXT_CACHE"
 
@@ -157,9 +157,44 @@ def dataset_column_examples(
     folder = Path(cache_dir or default_cache_dir()).expanduser() / store_key(dataset, text_columns, split or "")
     if not (folder / META).is_file():
         opened = open_dataset_split(str(dataset), split)
-        rows = record_rows(opened.where, opened.records(), text_columns)
-        convert(row_blocks(rows, len(text_columns)), folder, opened.where, list(text_columns), progress)
+        convert(dataset_blocks(opened, text_columns), folder, opened.where, list(text_columns), progress)
     return ColumnExamples(folder)
+
+
+def dataset_blocks(opened, text_columns: Sequence[str]) -> Iterator[TextBlock]:
+    """The rows of a ``datasets`` split (:class:`~contrastext.data.readers.hf_datasets.DatasetSplit`),
+    :data:`CHUNK_ROWS` at a time, as :func:`record_rows` reads them. A block whose text columns are all string
+    columns with no null and no text empty once stripped is taken from the split's Arrow table by Arrow's kernels
+    (stripped as ``str.strip()`` strips); any other block (a missing column, a number, a class label, a null, an
+    empty text) goes through :func:`record_rows`, row by row, for its values or its error (``<dataset>[<split>]:<row>``)."""
+    first = 1
+    for table in opened.dataset.with_format("arrow").iter(batch_size=CHUNK_ROWS):
+        block = _string_block(table, text_columns, first)
+        if block is None:
+            rows = record_rows(opened.where, opened.numbered(table.to_pylist(), first), text_columns)
+            block = TextBlock.from_rows(list(rows), len(text_columns))
+        yield block
+        first += table.num_rows
+
+
+def _string_block(table, text_columns: Sequence[str], first: int) -> TextBlock | None:
+    """The texts of ``table``'s ``text_columns`` stripped, when every one is a string column with no null and no
+    empty text; else None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = []
+    for name in text_columns:
+        if name not in table.column_names:
+            return None
+        column = table.column(name)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) or column.null_count:
+            return None
+        text = pc.utf8_trim(column.combine_chunks(), characters=PYTHON_WHITESPACE)
+        if not pc.all(pc.greater(pc.binary_length(text), 0)).as_py():
+            return None
+        texts.append(text)
+    return TextBlock(texts, np.arange(first, first + table.num_rows, dtype=np.int64))
 
 
 def convert(
@@ -278,5 +313,5 @@ def _write_block(block: TextBlock, schema, writer, lengths, hashes) -> None:
     hashes.write(np.stack(per_text, axis=1).astype("<u8").tobytes())
 
 
-__all__ = ["CHUNK_ROWS", "column_examples", "convert", "dataset_column_examples", "default_cache_dir", "file_blocks",
+__all__ = ["CHUNK_ROWS", "column_examples", "convert", "dataset_blocks", "dataset_column_examples", "default_cache_dir", "file_blocks",
            "record_rows", "row_blocks", "store_key"]

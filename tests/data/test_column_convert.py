@@ -134,3 +134,35 @@ def test_a_datasets_folder_is_streamed_into_a_store(tmp_path):
     spec = DataSpec(dataset=str(folder))
     assert list(store) == drop_blank(list(read_texts(spec, "pairs", "mnrl").examples))[0]
     assert store.dropped_blank == 1
+
+
+def test_a_datasets_split_in_blocks_gives_the_in_memory_rows_values_and_errors(tmp_path, monkeypatch):
+    """Blocks of 2 rows: string columns go through Arrow's kernels, a number column or a null row by row."""
+    from datasets import Dataset
+
+    from contrastext.data.column_convert import dataset_column_examples
+
+    monkeypatch.setattr(column_convert, "CHUNK_ROWS", 2)
+    row_by_row = []
+    record_rows = column_convert.record_rows
+    monkeypatch.setattr(column_convert, "record_rows", lambda *a: row_by_row.append(1) or record_rows(*a))
+    columns = {"anchor": [a for a, _ in ROWS] + ["seven"], "positive": [p for _, p in ROWS] + ["7"]}
+    strings, mixed = tmp_path / "strings", tmp_path / "mixed"
+    Dataset.from_dict(columns).save_to_disk(str(strings))
+    Dataset.from_dict({**columns, "score": [1.5, 2, 3, 4, 5, 6]}).save_to_disk(str(mixed))
+    store = dataset_column_examples(strings, None, ["anchor", "positive"], cache_dir=tmp_path / "cache", progress=False)
+    assert list(store) == drop_blank(list(read_texts(DataSpec(dataset=str(strings)), "pairs", "mnrl").examples))[0]
+    assert row_by_row == [] and len(store) == 5 and store.dropped_blank == 1  # every block by the kernels
+
+    spec = DataSpec(dataset=str(mixed), columns={"text": "anchor", "pair": "score"})
+    store = dataset_column_examples(mixed, None, ["anchor", "score"], cache_dir=tmp_path / "cache", progress=False)
+    assert list(store) == drop_blank(list(read_texts(spec, "pairs", "mnrl").examples))[0]
+    assert store[0].texts == ("a question", "1.5") and len(row_by_row) == 3  # every block row by row
+
+    with_null = tmp_path / "null"
+    Dataset.from_dict({"anchor": ["a", "b", "c", "d"], "positive": ["p", "q", "r", None]}).save_to_disk(str(with_null))
+    with pytest.raises(DataFormatError) as in_memory_error:
+        read_texts(DataSpec(dataset=str(with_null)), "pairs", "mnrl")
+    with pytest.raises(DataFormatError) as error:
+        dataset_column_examples(with_null, None, ["anchor", "positive"], cache_dir=tmp_path / "cache", progress=False)
+    assert str(error.value) == str(in_memory_error.value) and "[train]:4" in str(error.value)

@@ -58,7 +58,12 @@ class DatasetSplit:
 
     def records(self) -> Iterator[tuple[int, dict]]:
         """``(row number from 1, record)``; ``ClassLabel`` values are given as their names."""
-        for number, record in enumerate(self.dataset, start=1):
+        return self.numbered(self.dataset, first=1)
+
+    def numbered(self, rows, first: int) -> Iterator[tuple[int, dict]]:
+        """``(row number, record)`` of ``rows`` (records of this split, the first being row ``first``), with
+        ``ClassLabel`` values given as their names."""
+        for number, record in enumerate(rows, start=first):
             for column, names in self.class_names.items():
                 value = record.get(column)
                 if isinstance(value, int) and 0 <= value < len(names):
