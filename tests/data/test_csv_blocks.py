@@ -7,6 +7,8 @@ import csv
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from contrastext.data.readers import csv_blocks as blocks_module
 from contrastext.data.readers.csv_blocks import PYTHON_WHITESPACE, csv_blocks
@@ -154,3 +156,33 @@ def test_only_the_blocks_with_a_quoted_record_go_to_the_csv_module(tmp_path, sma
                     + "".join(f"q {i},a {i}\n" for i in range(10, 30)))  # fmt: skip
     assert block_rows(path) == exact_rows(path)
     assert len(exact_calls) == 2  # the header, and the block where the quoted record starts
+
+
+PIECES = ["word", "two words", ",", '"', '""', "\r", "\n", "\r\n", " ", "\t", "\u00a0", "\u3000", "é", "\u200b",
+          "\x00", "\ufeff"]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=st.lists(st.one_of(st.sampled_from(PIECES), st.binary(min_size=1, max_size=2)), min_size=1, max_size=60),
+    block_bytes=st.integers(min_value=1, max_value=96),
+    delimiter=st.sampled_from([",", "\t"]),
+)
+def test_any_file_gives_the_exact_reader_s_rows_or_its_error(tmp_path, body, block_bytes, delimiter):
+    """Random files of quotes, line ends, delimiters, Unicode spaces, NULs and stray bytes, in blocks of 1–96 bytes:
+    the same rows, or the same DataFormatError."""
+    path = tmp_path / "fuzz.csv"
+    data = b"".join(piece.encode() if isinstance(piece, str) else piece for piece in body)
+    path.write_bytes(f"anchor{delimiter}positive\n".encode() + data)
+    saved = blocks_module.BLOCK_BYTES
+    blocks_module.BLOCK_BYTES = block_bytes
+    try:
+        outcomes = []
+        for read in (exact_rows, block_rows):
+            try:
+                outcomes.append(("rows", read(path, delimiter=delimiter)))
+            except DataFormatError as error:
+                outcomes.append(("error", str(error)))
+    finally:
+        blocks_module.BLOCK_BYTES = saved
+    assert outcomes[1] == outcomes[0]

@@ -109,8 +109,10 @@ def csv_blocks(path: PathLike, text_columns: Sequence[str], delimiter: str = ","
                 yield rows
                 position, line = position + len(block), line + len(rows)
                 continue
-            records, consumed, lines_read = _exact_records(path, handle, position, line, delimiter, stop_at=len(block))
-            yield TextBlock.from_rows(reading.checked(records), len(reading.positions))
+            rows, consumed, lines_read = _exact_records(
+                path, handle, position, line, delimiter, stop_at=len(block), check=reading.checked
+            )
+            yield TextBlock.from_rows(rows, len(reading.positions))
             position, line = position + consumed, line + lines_read
 
 
@@ -138,9 +140,12 @@ def _exact_records(
     delimiter: str,
     stop_at: int | None = None,
     stop_after: int | None = None,
-) -> tuple[list[tuple[int, list[str]]], int, int]:
+    check=None,
+) -> tuple[list, int, int]:
     """The csv module's records from byte ``position`` (line ``line``) until a record ends at or past ``stop_at``
-    bytes read, or ``stop_after`` records: ``(records, bytes read, lines read)``."""
+    bytes read, or ``stop_after`` records: ``(records, bytes read, lines read)``; with ``check``, each record is
+    ``check(record)`` as soon as it is read, so that a bad row raises before the next line is decoded (the order
+    of the in-memory reader's errors)."""
     handle.seek(position)
     read = [0, 0]  # bytes, lines
 
@@ -152,7 +157,7 @@ def _exact_records(
 
     records = []
     for record in csv_records(path, decode_lines(path, raw_lines(), first=line), delimiter):
-        records.append(record)
+        records.append(record if check is None else check(record))
         if (stop_after is not None and len(records) >= stop_after) or (stop_at is not None and read[0] >= stop_at):
             break
     return records, read[0], read[1]
@@ -164,15 +169,12 @@ class _Reading:
     def __init__(self, path: Path, delimiter: str, header: list[str], positions: list[int]) -> None:
         self.path, self.delimiter, self.header, self.positions = path, delimiter, header, positions
 
-    def checked(self, records: list[tuple[int, list[str]]]) -> list[Row]:
-        """Records of the csv module as the in-memory reader checks them: the header's width, texts stripped and
+    def checked(self, record: tuple[int, list[str]]) -> Row:
+        """A record of the csv module as the in-memory reader checks it: the header's width, texts stripped and
         not empty (errors name ``path:line``)."""
-        rows = []
-        for line, fields in records:
-            require_columns(self.path, line, fields, self.header)
-            rows.append((line, tuple(require_text(self.path, line, fields[index], self.header[index])
-                                     for index in self.positions)))  # fmt: skip
-        return rows
+        line, fields = record
+        require_columns(self.path, line, fields, self.header)
+        return line, tuple(require_text(self.path, line, fields[index], self.header[index]) for index in self.positions)
 
     def plain_block(self, block: bytes, line: int) -> TextBlock | None:
         """The rows of ``block`` (whole lines, the first at ``line``) by Arrow's kernels; None when a line is not
