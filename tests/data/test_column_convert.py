@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contrastext.data import column_convert
 from contrastext.data.column_convert import column_examples, store_key
@@ -166,3 +168,39 @@ def test_a_datasets_split_in_blocks_gives_the_in_memory_rows_values_and_errors(t
     with pytest.raises(DataFormatError) as error:
         dataset_column_examples(with_null, None, ["anchor", "positive"], cache_dir=tmp_path / "cache", progress=False)
     assert str(error.value) == str(in_memory_error.value) and "[train]:4" in str(error.value)
+
+
+FUZZ_PIECES = ["q", "two words", ",", '"', "\r\n", "\n", " ", "\u00a0", "é", "\u200b\u200f", "\x1c", "\t", "\x00"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(body=st.lists(st.sampled_from(FUZZ_PIECES), min_size=1, max_size=40), block_bytes=st.integers(1, 64))
+def test_any_csv_gives_the_in_memory_examples_blank_rows_and_errors(body, block_bytes):
+    """Random CSV bodies, converted in blocks of 1–64 bytes: the in-memory reader's kept examples and blank count,
+    or its DataFormatError."""
+    import tempfile
+
+    from contrastext.data.readers import csv_blocks
+    from contrastext.errors import ContrastextError
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.csv"
+        path.write_text("anchor,positive\n" + "".join(body), newline="")
+        try:
+            expected = drop_blank(list(read_texts(DataSpec(path=str(path)), "pairs", "mnrl").examples))
+        except ContrastextError as error:
+            expected = error
+        saved, csv_blocks.BLOCK_BYTES = csv_blocks.BLOCK_BYTES, block_bytes
+        try:
+            store = column_examples(path, ["anchor", "positive"], cache_dir=Path(folder) / "cache", progress=False)
+            got = (list(store), store.dropped_blank)
+        except ContrastextError as error:
+            got = error
+        finally:
+            csv_blocks.BLOCK_BYTES = saved
+    if isinstance(expected, DataFormatError):
+        assert isinstance(got, DataFormatError) and str(got) == str(expected)
+    elif isinstance(expected, ContrastextError) or not expected[0]:
+        assert isinstance(got, ContrastextError)  # no row, or every row blank
+    else:
+        assert got == (expected[0], len(expected[1]))
