@@ -197,7 +197,9 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
     return objectives, searches
 
 
-def render(args: argparse.Namespace, load_before: tuple[float, ...], objectives: list[dict], searches: list[dict]) -> str:
+def render(
+    args: argparse.Namespace, load_before: tuple[float, ...], objectives: list[dict], searches: list[dict]
+) -> str:
     import faiss
     import torch
 
@@ -234,7 +236,8 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], objectives:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bank-sizes", type=common.int_list(minimum=2), default=[reclaim_overhead.SST2_ROWS, 1_000_000])
+    parser.add_argument("--bank-sizes", type=common.int_list(minimum=2),
+                        default=[reclaim_overhead.SST2_ROWS, 1_000_000])  # fmt: skip
     parser.add_argument("--nprobes", type=common.int_list(), default=[16, 24, 32, 48, 64, 128])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)

@@ -166,7 +166,8 @@ def dataset_blocks(opened, text_columns: Sequence[str]) -> Iterator[TextBlock]:
     :data:`CHUNK_ROWS` at a time, as :func:`record_rows` reads them. A block whose text columns are all string
     columns with no null and no text empty once stripped is taken from the split's Arrow table by Arrow's kernels
     (stripped as ``str.strip()`` strips); any other block (a missing column, a number, a class label, a null, an
-    empty text) goes through :func:`record_rows`, row by row, for its values or its error (``<dataset>[<split>]:<row>``)."""
+    empty text) goes through :func:`record_rows`, row by row, for its values or its error
+    (``<dataset>[<split>]:<row>``)."""
     first = 1
     for table in opened.dataset.with_format("arrow").iter(batch_size=CHUNK_ROWS):
         block = _string_block(table, text_columns, first)
@@ -313,5 +314,5 @@ def _write_block(block: TextBlock, schema, writer, lengths, hashes) -> None:
     hashes.write(np.stack(per_text, axis=1).astype("<u8").tobytes())
 
 
-__all__ = ["CHUNK_ROWS", "column_examples", "convert", "dataset_blocks", "dataset_column_examples", "default_cache_dir", "file_blocks",
-           "record_rows", "row_blocks", "store_key"]
+__all__ = ["CHUNK_ROWS", "column_examples", "convert", "dataset_blocks", "dataset_column_examples", "default_cache_dir",
+           "file_blocks", "read_ahead", "record_rows", "row_blocks", "store_key"]

@@ -162,7 +162,9 @@ def iter_csv_rows(path: PathLike, delimiter: str = ",") -> Iterator[tuple[int, l
     return csv_records(path, iter_lines(path), delimiter)
 
 
-def csv_records(path: PathLike, lines: Iterable[tuple[int, str]], delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+def csv_records(
+    path: PathLike, lines: Iterable[tuple[int, str]], delimiter: str = ","
+) -> Iterator[tuple[int, list[str]]]:
     """:func:`iter_csv_rows` on consecutive numbered lines of ``path`` (:func:`decode_lines`): ``(first_line_number,
     fields)`` for each record, bad quoting a DataFormatError naming the line the csv module stopped at."""
     lines = iter(lines)
