@@ -1,7 +1,6 @@
 """What the runner (experiments/run.py) and the hooks share: resumable run records (``docs/results/<name>.json``,
 one record per ``(setting, seed)``, rewritten atomically after every run), the time budget with its calibrated
-estimate, the load average, seed statistics with the issue-12 bootstrap interval (the old rule's, kept for the
-re-report), markdown tables and the common command-line options. The record's fields and the budget's rule: experiments/README.md.
+estimate, the load average, seed statistics, markdown tables and the common command-line options. The record's fields and the budget's rule: experiments/README.md.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-
-import numpy as np
 
 from contrastext.runtime.provenance import provenance, provenance_line
 
@@ -278,22 +275,6 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     if not values:
         return math.nan, math.nan
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
-
-
-def bootstrap_interval(differences: Sequence[float], confidence: float = 0.95, resamples: int = 10_000,
-                       seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``differences`` (scipy.stats.bootstrap): (nan, nan) for one
-    difference, the degenerate (d, d) for identical ones."""
-    data = np.asarray(differences, dtype=float)
-    if data.size < 2:
-        return math.nan, math.nan
-    if np.allclose(data, data[0]):
-        return float(data[0]), float(data[0])
-    from scipy.stats import bootstrap
-
-    result = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples, method="percentile",
-                       random_state=np.random.default_rng(seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 # ------------------------------------------------------------------------------------------- reporting

@@ -2,7 +2,7 @@
 
 Each spec's page ``docs/results/<name>.md`` and summary row (experiments/run.py ``summary``) come from its
 records; this script reads them all (no training), renders docs/RESULTS.md from ``experiments/pages/results.md``
-(the introduction, the provenance table, experiments/rereport.py's section, the summary table, then each section)
+(the introduction, experiments/verdicts.py's section, the summary table, the provenance table, then each section)
 and replaces the block between ``<!-- begin results summary -->`` / ``<!-- end results summary -->`` in README.md
 with the same table.
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
-import rereport  # noqa: E402
 import run  # noqa: E402
 import spec as specs  # noqa: E402
+import verdicts  # noqa: E402
 
 # In the order of the issue, each a spec experiments/specs/<name>.yaml.
 EXPERIMENTS = ("scl_few_shot", "scl_noise", "reclaim", "capt", "gd_losses", "multitask", "simcse", "retrieval")
@@ -74,7 +74,7 @@ def provenance_table(results_dir: Path) -> str:
 
 
 def results_page(results_dir: Path) -> str:
-    """experiments/pages/results.md over the provenance table, rereport's section, the summary and each
+    """experiments/pages/results.md over the verdicts' section, the summary, the provenance table and each
     experiment's section (its plot links pointed into results/; "not run yet" where it has none)."""
     sections = []
     for name in EXPERIMENTS:
@@ -89,7 +89,7 @@ def results_page(results_dir: Path) -> str:
             links = ", ".join(f"[{path.stem}](results/{path.name})" for path in earlier)
             sections.append(f"Earlier sittings under a superseded protocol (records kept, not evidence): {links}.")
     return specs.render(PAGE.read_text(encoding="utf-8"), {
-        "provenance_table": provenance_table(results_dir), "rereport": rereport.section(results_dir).rstrip() + "\n",
+        "provenance_table": provenance_table(results_dir), "verdicts": verdicts.section(results_dir).rstrip() + "\n",
         "summary_table": summary_table(results_dir).replace("docs/RESULTS.md#", "#"),
         "sections": "\n\n".join(part.rstrip() for part in sections)})
 

@@ -34,6 +34,7 @@ import harness  # noqa: E402
 import plots  # noqa: E402
 import significance as sig  # noqa: E402
 import spec as specs  # noqa: E402
+import verdicts  # noqa: E402
 
 HOOKS_DIR = Path(__file__).resolve().parent / "hooks"
 VERDICT = Path(__file__).resolve().parent / "pages" / "summary_verdict.md"  # a summary row's verdict cell
@@ -164,13 +165,9 @@ def keep_metrics(experiment: specs.Spec, evaluated: dict) -> dict:
 @cache
 def _sha256(path: Path, size: int, mtime: float) -> str:
     """The whole file's SHA-256 (remembered by path, size and modification time: one hash a sitting)."""
-    import hashlib
+    from contrastext.training.checkpoint import file_sha256
 
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(path)
 
 
 def whole_hashes(data: dict | None, data_root: Path) -> dict | None:
@@ -309,86 +306,6 @@ def _matches(setting: specs.Setting, name: str) -> bool:
     return any(specs.render(setting.name, {**point, "seed": 0}) == name for point in setting.points())
 
 
-def comparisons(experiment: specs.Spec, store: harness.RecordStore) -> list[tuple[specs.ComparisonSpec, sig.Paired, str, str]]:
-    """Every declared comparison at every grid point: (its spec at the point, the paired statistics, treatment,
-    baseline)."""
-    values = values_reader(experiment, store)
-    found = []
-    for declared in experiment.comparisons:
-        for point in specs.Setting(name="", recipe="", cost="0", grid=declared.grid).points():
-            at = declared.at(point)
-            found.append((at, sig.paired(values(at.treatment, at.metric), values(at.baseline, at.metric)),
-                          at.treatment, at.baseline))
-    return found
-
-
-def floor_checks(declared: specs.ComparisonSpec) -> list[tuple[str, str, str, str]]:
-    """(setting, metrics key, task, "accuracy" | "f1") of every floor check of a comparison at its point (from
-    :func:`comparisons`): both arms on its metric against ``floor_task``, then its ``floors``."""
-    checks = [(arm, declared.metric, declared.floor_task) for arm in (declared.treatment, declared.baseline)
-              if declared.floor_task]
-    checks += [(check.setting, check.metric, check.task) for check in declared.floors]
-    return [(setting, key, task, "f1" if "f1" in key else "accuracy") for setting, key, task in checks]
-
-
-def primary_verdict(experiment: specs.Spec, results_dir: Path) -> tuple[dict, float, str, str] | None:
-    """The experiment's declared primary (its spec's ``primary:``), its Holm p over the seven, its verdict and
-    its caveat (a floor, or too few independent units; "" when none)."""
-    import rereport
-
-    for primary, row, p, word in rereport.primary_rows(results_dir):
-        if primary["experiment"] == experiment.name:
-            return primary, p, word, "; ".join(part for part in (row.floor, row.note) if part)
-    return None
-
-
-def comparison_table(experiment: specs.Spec, store: harness.RecordStore, labels: dict[str, str] | None = None) -> str:
-    """Every declared comparison under issue 25's statistics: n, Δ, 95 % t-interval, t p, sign-flip permutation p,
-    TOST p where a margin is declared; the primary's row carries its Holm p and verdict, the others are
-    exploratory (no verdict word)."""
-    found = primary_verdict(experiment, store.results_dir)
-    values = values_reader(experiment, store)
-    rows = []
-    for declared, stats, treatment, baseline in comparisons(experiment, store):
-        label = sig.EXPLORATORY
-        if found and (treatment, baseline, declared.metric) == (found[0]["treatment"], found[0]["baseline"],
-                                                                 found[0]["metric"]):
-            label = f"**primary: {found[2]}** (Holm p {sig.pvalue(found[1])})"
-        tost = "–"
-        if declared.margin:
-            _, differences = sig.paired_differences(values(treatment, declared.metric),
-                                                    values(baseline, declared.metric))
-            tost = f"{sig.pvalue(sig.tost_p(differences, declared.margin))} (±{declared.margin:g})"
-        rows.append([f"`{treatment}` − `{baseline}`", (labels or {}).get(declared.metric, declared.metric),
-                     "Δ > 0" if declared.direction > 0 else "Δ < 0", stats.n, sig.signed(stats.delta),
-                     sig.interval(stats), two_level(values, declared), sig.pvalue(stats.t_p),
-                     sig.pvalue(stats.permutation_p), tost, label])
-    headers = ["comparison", "metric", "paper's direction", "n", "Δ", "95 % t-interval",
-               "two-level bootstrap (seeds × items)", "t p", "permutation p", "TOST p (margin)", "label"]
-    return harness.markdown_table(headers, rows)
-
-
-def two_level(values: Callable[[str, str], dict], declared: specs.ComparisonSpec) -> str:
-    """The 95 % two-level bootstrap interval (seeds × the test items, :mod:`significance`) of a comparison that
-    names its ``items``: of the accuracy ×100, or of Spearman ×100 when its metric is one; over the seeds both arms
-    recorded the same items for; "–" otherwise."""
-    if not declared.items:
-        return "–"
-    key = harness.ITEMS + declared.items
-    treatment, baseline = values(declared.treatment, key), values(declared.baseline, key)
-    seeds = sorted(set(treatment) & set(baseline))
-    labels = [treatment[seed]["label"] for seed in seeds] + [baseline[seed]["label"] for seed in seeds]
-    if len(seeds) < 2 or any(label != labels[0] for label in labels):
-        return "–"
-    t, b = (np.array([arm[seed]["prediction"] for seed in seeds], dtype=float) for arm in (treatment, baseline))
-    if "spearman" in declared.metric:
-        low, high = sig.two_level_spearman(t, b, np.array(labels[0], dtype=float))
-    else:
-        gold = np.array(labels[0], dtype=float)
-        low, high = sig.two_level_bootstrap(100.0 * (t == gold), 100.0 * (b == gold))
-    return f"[{sig.signed(low)}, {sig.signed(high)}] (n = {len(seeds)} × {len(labels[0])})"
-
-
 # --------------------------------------------------------------------------------------------- report
 
 
@@ -408,7 +325,7 @@ def page_context(experiment: specs.Spec, store: harness.RecordStore, args: argpa
         "values": values, "cell": lambda setting, key, digits=2: harness.fmt_mean_std(list(own(setting, key).values()), digits=digits),
         "paired": lambda t, b, key: sig.paired(values(t, key), values(b, key)),
         "mean": lambda setting, key: _mean(values(setting, key)), "table": harness.markdown_table,
-        "comparison_table": partial(comparison_table, experiment, store),
+        "comparison_table": partial(verdicts.comparison_table, experiment, store),
         "fmt": lambda value, spec=".2f": "–" if value is None or math.isnan(value) else format(value, spec),
         "floors": floors, "floor_points": sig.FLOOR_POINTS,  # experiments/floors.yaml; the reason of the arms' means:
         "floor_reason": lambda settings, task, key, kind="accuracy": sig.floor_reason(
@@ -441,7 +358,7 @@ def summary(experiment: specs.Spec, store: harness.RecordStore, args: argparse.N
     context = page_context(experiment, store, args)
     numbers = specs.render(experiment.summary_numbers, context).strip()
     verdict = specs.render(VERDICT.read_text(encoding="utf-8"), {
-        **context, "found": primary_verdict(experiment, store.results_dir), "signed": sig.signed,
+        **context, "found": verdicts.primary_of(experiment, store.results_dir), "signed": sig.signed,
         "interval": sig.interval, "pvalue": sig.pvalue}).strip()
     return {"paper": experiment.paper, "claim": experiment.claim, "numbers": numbers, "verdict": verdict}
 
@@ -506,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         left = harness.run_plan(store, [(r.name, r.seed) for r in runs], partial(run_one, by_key, prepared),
                                 harness.Budget(args.budget_minutes), lambda name: _reference(by_key, name))
     path = harness.write_report(store, report(experiment, store, args))
-    compared = [(t, b, declared.metric) for declared, _, t, b in comparisons(experiment, store)]
+    compared = [(t, b, declared.metric) for declared, _, t, b in verdicts.comparisons(experiment, store)]
     for figure in experiment.plots:
         plots.draw(figure, store, values_reader(experiment, store), Path(args.results) / figure.file, compared)
     print(f"[{experiment.name}] wrote {path}" + (f"; {left} run(s) left" if left else ""), flush=True)
@@ -521,4 +438,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["Run", "build_parser", "comparisons", "floor_checks", "main", "plan", "report", "summary", "values_reader"]
+__all__ = ["Run", "build_parser", "main", "plan", "report", "summary", "values_reader"]

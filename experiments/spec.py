@@ -131,7 +131,7 @@ class FloorCheck(_Strict):
 
 class Primary(_Strict):
     """The paper's one primary comparison (issue 25, item 2): it alone carries a verdict, Holm-corrected over the
-    seven papers' primaries (experiments/rereport.py)."""
+    seven papers' primaries (experiments/verdicts.py)."""
 
     claim: str
     treatment: str

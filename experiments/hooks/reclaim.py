@@ -152,9 +152,9 @@ def bench_numbers(path: Path = BENCHMARKS) -> str:
 # ------------------------------------------------------------------------------------------------ page
 
 
-def overhead(values, treatment: str, baseline: str, bootstrap: bool = False, short: bool = False) -> str:
-    """Per-step time of ``treatment`` over ``baseline`` (same seed) in %: mean ± std (n, 95 % t-interval; the old
-    page's percentile bootstrap with ``bootstrap``); the mean alone with ``short``."""
+def overhead(values, treatment: str, baseline: str, short: bool = False) -> str:
+    """Per-step time of ``treatment`` over ``baseline`` (same seed) in %: mean ± std (n, 95 % t-interval); the mean
+    alone with ``short``."""
     t, b = values(treatment, "step_ms"), values(baseline, "step_ms")
     ratios = [100 * (t[s] / b[s] - 1) for s in sorted(set(t) & set(b))]
     if not ratios:
@@ -162,13 +162,12 @@ def overhead(values, treatment: str, baseline: str, bootstrap: bool = False, sho
     mean, std = harness.mean_std(ratios)
     if short:
         return f"{mean:+.1f} %"
-    low, high = harness.bootstrap_interval(ratios) if bootstrap else sig.t_interval(ratios)
-    ci = "" if math.isnan(low) else f", {'CI' if bootstrap else 't-interval'} [{low:+.1f}, {high:+.1f}]"
-    return f"{mean:+.1f} % ± {std:.1f} (n = {len(ratios)}{ci})"
+    low, high = sig.t_interval(ratios)
+    return f"{mean:+.1f} % ± {std:.1f} (n = {len(ratios)}" + ("" if math.isnan(low) else f", t-interval [{low:+.1f}, {high:+.1f}]") + ")"
 
 
 def context(page: dict) -> dict:
     """The page's extra functions: ``overhead(t, b)``, the bench sentence and numbers."""
     values = page["values"]
-    return {"overhead": lambda t, b, bootstrap=False, short=False: overhead(values, t, b, bootstrap, short),
+    return {"overhead": lambda t, b, short=False: overhead(values, t, b, short),
             "bench": bench_text(), "bench_numbers": bench_numbers()}

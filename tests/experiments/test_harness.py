@@ -1,10 +1,9 @@
 """experiments/harness.py and cost.py: resumable, atomic records, the budget and its calibration, the cost tables,
-the bootstrap verdict rule and the report helpers."""
+and the report helpers."""
 
 from __future__ import annotations
 
 import json
-import math
 import re
 
 import pytest
@@ -64,13 +63,3 @@ def test_the_budget_stops_before_a_run_that_would_not_fit_by_the_calibrated_esti
         cost.tokens("qnli")
     with pytest.raises(KeyError, match="error: no evaluation rows for 'wiki1m'"):
         cost.dev_seconds("wiki1m")
-
-
-@pytest.mark.parametrize(("shift", "direction", "verdict"), [
-    (0.10, +1, "reproduced"), (-0.10, +1, "not reproduced (interval against the paper)"), (0.0, +1, "not reproduced"),
-    (0.10, -1, "not reproduced (interval against the paper)")])
-def test_the_old_bootstrap_rule_needs_the_interval_to_exclude_zero_in_the_papers_direction(shift, direction, verdict):
-    rereport = load_experiment("rereport")
-    assert rereport.old_verdict([shift + noise for noise in (0.01, -0.01, 0.02, -0.02, 0.0)], direction) == verdict
-    assert rereport.old_verdict([0.3], 1) == "not enough seeds"
-    assert all(math.isnan(v) for v in h.bootstrap_interval([0.3])) and h.bootstrap_interval([0.2] * 3) == (0.2, 0.2)

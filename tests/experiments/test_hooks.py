@@ -13,6 +13,7 @@ from contrastext.objectives.registry import objectives_taking
 from tests.experiments._scripts import load_experiment
 
 run, specs, harness = load_experiment("run"), load_experiment("spec"), load_experiment("harness")
+verdicts = load_experiment("verdicts")
 TIMING = harness.RunTiming()
 
 
@@ -38,7 +39,7 @@ def test_scl_tunes_lam_per_draw_on_validation_and_reads_the_chance_level(tmp_pat
     assert values("n20/ce+scl@tuned", "best_step") == {1: 61.0, 2: 62.0, 3: 63.0, 4: 64.0}  # the picked run's
     assert values("gap@n20", "test_accuracy") == {1: 3.0, 2: 1.0, 3: 4.0, 4: 2.0}
     assert values("gap@n20/ce+scl@0.9", "test_accuracy") == {d: 30.0 for d in (1, 2, 3, 4)}
-    tuned = next(stats for _, stats, t, b in run.comparisons(experiment, store) if (t, b) == ("n20/ce+scl@tuned", "n20/ce"))
+    tuned = next(stats for _, stats, t, b in verdicts.comparisons(experiment, store) if (t, b) == ("n20/ce+scl@tuned", "n20/ce"))
     assert tuned.n == 4 and tuned.delta == 2.5
     rule = {  # validation accuracies of draws 1-5: the top 3's mean picks, not the mean of all
         "n20-rule/ce@head_lr=1e-05": [90, 90, 90, 10, 10], "n20-rule/ce@head_lr=0.0001": [80] * 5,

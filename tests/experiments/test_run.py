@@ -15,7 +15,7 @@ from contrastext import load_config, recipe_path
 from tests.experiments._scripts import load_experiment
 
 run, specs, harness = load_experiment("run"), load_experiment("spec"), load_experiment("harness")
-sig = load_experiment("significance")
+sig, verdicts = load_experiment("significance"), load_experiment("verdicts")
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 SPECS = sorted(path.stem for path in specs.SPECS_DIR.glob("*.yaml"))
 FACTOR = 2.5  # a recorded run's wall time within 2.5× of its reference (experiments/cost.py)
@@ -87,7 +87,7 @@ def test_the_page_and_plots_render_from_the_committed_records_with_the_committed
     assert all(f"`{setting}`" in page for setting in harness.RecordStore(experiment.name, tmp_path).settings())
     assert all((tmp_path / figure.file).stat().st_size > 10_000 for figure in experiment.plots)
     line = run.summary(experiment, harness.RecordStore(experiment.name, tmp_path))
-    declared = run.primary_verdict(experiment, tmp_path) is not None  # retrieval, gd_mechanism: none
+    declared = verdicts.primary_of(experiment, tmp_path) is not None  # retrieval, gd_mechanism: none
     assert ("primary `" in line["verdict"]) == declared and line["numbers"]
 
 
@@ -100,10 +100,10 @@ def test_the_page_renders_from_two_thirds_of_the_records_and_says_partial(experi
 
 
 def test_a_comparison_checks_its_declared_floors_and_a_plot_picks_its_comparisons(tmp_path):
-    """(Both arms against the task's floor: tests/experiments/test_rereport.py, on the committed records.)"""
-    mean = next(d for d, _, t, _ in run.comparisons(specs.load_spec("multitask"), harness.RecordStore("multitask", tmp_path))
+    """(Both arms against the task's floor: tests/experiments/test_verdicts.py, on the committed records.)"""
+    mean = next(d for d, _, t, _ in verdicts.comparisons(specs.load_spec("multitask"), harness.RecordStore("multitask", tmp_path))
                 if (t, d.metric) == ("round_robin", "mean"))
-    assert {c[:3] for c in run.floor_checks(mean)} == {(s, k, t) for s in ("round_robin", "proportional")
+    assert {c[:3] for c in verdicts.floor_checks(mean)} == {(s, k, t) for s in ("round_robin", "proportional")
                                                        for k, t in (("sst_accuracy", "sst5"), ("quora_accuracy", "quora"))}
     figure = specs.Plot(kind="paired_delta", file="x.png", title="", comparisons=["* − mlm/*"])
     assert run.plots._chosen(figure, [("mask/rte", "mlm/rte"), ("mask/rte", "mask-fixed/rte")]) == [("mask/rte", "mlm/rte")]
@@ -115,10 +115,10 @@ def test_a_comparison_naming_its_items_gets_a_two_level_bootstrap_of_accuracy_or
     values = lambda setting, key: items[setting] if key == "items:set" else {}  # noqa: E731
     accuracy = specs.ComparisonSpec(treatment="t", baseline="b", metric="accuracy", items="set")
     low, high = sig.two_level_bootstrap(np.array([[100, 100, 0, 100], [100, 0, 0, 100]]), np.array([[0, 100, 0, 100], [100, 100, 0, 0]]))
-    assert run.two_level(values, accuracy) == f"[{low:+.2f}, {high:+.2f}] (n = 2 × 4)"
-    assert run.two_level(values, accuracy.model_copy(update={"items": None})) == "–"
+    assert verdicts.two_level(values, accuracy) == f"[{low:+.2f}, {high:+.2f}] (n = 2 × 4)"
+    assert verdicts.two_level(values, accuracy.model_copy(update={"items": None})) == "–"
     items["b"][2]["label"] = [0, 0, 0, 1]  # other items: no bootstrap
-    assert run.two_level(values, accuracy) == "–"
+    assert verdicts.two_level(values, accuracy) == "–"
 
 
 def test_a_spec_error_names_the_file_and_the_key(tmp_path):
